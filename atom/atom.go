@@ -1,0 +1,61 @@
+// Package atom defines the datapath contract: an Atom executes SNAC Plans
+// with four primitives (copy, reduce, notify, wait). It knows Plans, data
+// types and reduction ops, never which collective a Plan came from.
+//
+// Running a Plan, each worker:
+//  1. reads its epoch e from the shared state (EpochSlot(channel, index));
+//  2. runs its steps in order, resolving Refs with e's parity and flag
+//     values as e+Delta;
+//  3. stores e+EpochAdvance back. The worker of index 0 of each channel also
+//     stores it into that channel's epoch slots the Plan does not use, so a
+//     later Plan with more workers starts from the same epoch on every rank.
+//
+// Every wait is bounded: it polls the abort flag and gives up after the
+// communicator's timeout, returning errs.ErrAborted or errs.ErrTimeout; a
+// check word that differs returns errs.ErrMismatch.
+package atom
+
+import "purlin/snac"
+
+// Buffers are the caller's memory for one call (addresses in the caller's
+// address space; device pointers for a GPU Atom).
+type Buffers struct {
+	Send, Recv uintptr
+}
+
+// Rank is one rank's datapath, bound to its symmetric memory.
+type Rank interface {
+	// Launch enqueues plan on stream and returns without waiting for peers.
+	// Work on one stream runs in order. An error in the running Plan is
+	// reported through AsyncError, never by blocking.
+	Launch(plan *snac.Plan, bufs Buffers, stream uintptr) error
+	// AsyncError returns the first error of a launched Plan, or nil.
+	AsyncError() error
+	// Abort makes every wait of this rank's running and future Plans fail
+	// with errs.ErrAborted. It is safe from any goroutine.
+	Abort()
+	// Close releases the rank's memory after its work is done or aborted.
+	Close() error
+}
+
+// Exchange is the bootstrap an Atom uses to set up symmetric memory. comm
+// provides it, in one process or across processes on one host.
+type Exchange interface {
+	Rank() int
+	NRanks() int
+	// AllGather sends mine to every rank and returns all ranks' values in
+	// rank order (mine included). Every rank must call it the same number of times.
+	AllGather(mine []byte) ([][]byte, error)
+	// AllGatherFD shares a file descriptor (memfd, CUDA POSIX handle) with
+	// every rank and returns all ranks' descriptors in rank order, each a new
+	// descriptor the caller owns and must close.
+	AllGatherFD(fd int) ([]int, error)
+}
+
+// Options are the per-communicator settings an Atom needs.
+type Options struct {
+	// Timeout bounds every wait; 0 means the default of config.Timeout.
+	TimeoutNanos int64
+	// Device is the CUDA device ordinal (GPU Atoms only).
+	Device int
+}

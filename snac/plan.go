@@ -1,0 +1,130 @@
+package snac
+
+import "purlin/spec"
+
+// Limits shared by every Plan and every Atom. They size the shared state, so
+// all ranks (and both Atoms) must agree on them: they are constants.
+const (
+	MaxRanks   = 8  // ranks in one communicator (one NVLink server)
+	MaxWorkers = 64 // workers (GPU thread blocks, host goroutines) in one Plan
+	MaxSrc     = MaxRanks
+
+	// EpochAdvance is what every Plan adds to its workers' epochs. It is
+	// odd, so consecutive calls use opposite staging halves, and constant, so
+	// every rank advances alike without agreeing on anything first, and a
+	// Plan can name the epoch of an earlier call (see DoneDelta). Flag deltas
+	// inside one Plan stay below it.
+	EpochAdvance = 1<<20 + 1
+	// DoneDelta is the Wait delta that means "the call two calls ago is done":
+	// a producer waits for it before it overwrites the staging half that call used.
+	DoneDelta = -EpochAdvance
+)
+
+// Verb is one of the four things an Atom does.
+type Verb uint8
+
+const (
+	// Copy moves Bytes from Src[0] to Dst. A packet-space Src is waited for
+	// packet by packet; a packet-space Dst is written as packets.
+	Copy Verb = iota
+	// Reduce combines Src[0..NSrc) element by element, in that (rank) order,
+	// into Dst, with the Plan's type and op (fp32 accumulation for 16- and
+	// 8-bit floats). Packet-space sources are waited for as in Copy.
+	Reduce
+	// Notify writes Check into rank Peer's check word for Slot, then raises
+	// its flag Slot to epoch+Delta with release ordering.
+	Notify
+	// Wait blocks, bounded by the abort flag and PURLIN_TIMEOUT, until this
+	// rank's flag Slot is >= epoch+Delta (acquire), then compares the check
+	// word with Check: a difference means the ranks disagree on the call.
+	Wait
+)
+
+var verbNames = [...]string{"copy", "reduce", "notify", "wait"}
+
+func (v Verb) String() string { return verbNames[v] }
+
+// Space names memory an Atom resolves to an address when it runs a Plan.
+type Space uint8
+
+const (
+	SpaceSend   Space = iota // the caller's input on this rank
+	SpaceRecv                // the caller's output on this rank
+	SpaceStage               // rank Ref.Rank's symmetric staging buffer
+	SpacePacket              // rank Ref.Rank's symmetric packet buffer (16-byte packets: 8 data + 8 flag)
+	NumSpaces
+)
+
+// Ref is a byte address in a Space. The Atom resolves it as
+//
+//	base(Space, Rank) + Off + (epoch&1)*Half
+//
+// so a staging Ref with Half set lands in the half picked by the epoch's
+// parity: consecutive calls never share a half. For SpacePacket, Off and
+// Half count packet-buffer bytes (two per payload byte).
+type Ref struct {
+	Off   uint64
+	Half  uint64
+	Space Space
+	Rank  uint8
+	_     [6]byte
+}
+
+// Step is one instruction of a worker. Its layout is shared with csrc/plan.cuh.
+type Step struct {
+	Verb Verb
+	NSrc uint8 // Reduce: number of sources
+	Peer uint8 // Notify: the rank whose flag is raised
+	_    uint8
+	Slot uint32 // Notify, Wait; packet copies: unused
+	// Delta: flags and packets carry epoch+Delta.
+	Delta int64
+	// Check is the call's fingerprint: Notify writes it beside the flag,
+	// Wait compares it, packets carry its low 32 bits in their flag word.
+	Check uint64
+	Bytes uint64
+	Dst   Ref
+	Src   [MaxSrc]Ref
+}
+
+// Worker is one lane of a Plan: its steps run in order. Its epoch lives in
+// the shared state at EpochSlot(Channel, Index), never on the host.
+type Worker struct {
+	Channel uint16 // Collective, or a point-to-point channel (see SendChannel, RecvChannel)
+	Index   uint16 // epoch slot within the channel
+	First   uint32 // first step in Plan.Steps
+	Count   uint32 // number of steps
+}
+
+// Plan is what SNAC derives for one rank from a call, the topology and the size.
+// It holds no pointers to user memory: a cached Plan serves any buffers of its shape.
+type Plan struct {
+	Workers []Worker
+	Steps   []Step
+	Type    spec.DataType
+	Op      spec.Op
+	NRanks  int // Avg divides by it
+	Regime  Regime
+}
+
+// Regime says how a Plan moves its bytes; it is informative (logs, tests):
+// the Steps alone define the protocol.
+type Regime uint8
+
+const (
+	RegimeEmpty   Regime = iota // nothing to move
+	RegimePacket                // 16-byte packets: data and flag in one store, no separate notify
+	RegimeStaged                // staged once, one flag per worker
+	RegimeChunked               // chunked and pipelined within one staging half
+	RegimeRing                  // more chunks than slots: a ring with drain signals
+)
+
+var regimeNames = [...]string{"empty", "packet", "staged", "chunked", "ring"}
+
+func (r Regime) String() string { return regimeNames[r] }
+
+// WorkerSteps returns the steps of worker w.
+func (p *Plan) WorkerSteps(w int) []Step {
+	wk := p.Workers[w]
+	return p.Steps[wk.First : wk.First+wk.Count]
+}

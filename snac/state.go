@@ -1,0 +1,101 @@
+package snac
+
+// The shared state every rank allocates, identically sized on all ranks, and
+// how Plans address it. An Atom allocates, per rank:
+//
+//	staging  Topology.StageBytes()   bytes, peer-readable (SpaceStage)
+//	packets  Topology.PacketBytes()  bytes, peer-writable (SpacePacket)
+//	flags    NumSlots uint64, peer-writable, zeroed once at init
+//	checks   NumSlots*2 uint64, peer-writable (index slot*2 + epoch&1)
+//	epochs   NumEpochs uint64, local, zeroed once at init
+//
+// Flags are monotonic counters: nothing is ever cleared between calls, and
+// every wait is ">=". Check words are double-buffered by the epoch's parity,
+// because a peer may already be one call ahead when we read ours.
+
+// Channels: one epoch space each. The collective channel serves every
+// collective; each ordered pair of ranks has a send and a receive channel for
+// point-to-point transfers, so a Send to one peer never waits for another.
+const (
+	Collective  = 0
+	NumChannels = 1 + 2*MaxRanks
+)
+
+// SendChannel is this rank's channel for transfers to peer.
+func SendChannel(peer int) uint16 { return uint16(1 + peer) }
+
+// RecvChannel is this rank's channel for transfers from peer.
+func RecvChannel(peer int) uint16 { return uint16(1 + MaxRanks + peer) }
+
+// Flag kinds. A flag slot is owned by the rank it lives on and written by
+// one remote (src, worker) pair only.
+const (
+	FlagReady    = iota // a chunk is staged (Stage -> Notify)
+	FlagReduced         // a reduced shard is staged for gathering (AllReduce's second phase)
+	FlagConsumed        // a ring slot was consumed (drain signal to the producer)
+	FlagDone            // the source finished the call (lets a producer reuse a staging half)
+	numFlagKinds
+)
+
+// NumSlots is the number of flag slots per rank.
+const NumSlots = NumChannels * numFlagKinds * MaxRanks * MaxWorkers
+
+// FlagSlot is the slot on the owning rank that src's worker raises.
+func FlagSlot(channel uint16, kind int, src, worker int) uint32 {
+	return uint32(((int(channel)*numFlagKinds+kind)*MaxRanks+src)*MaxWorkers + worker)
+}
+
+// NumEpochs is the number of epoch words per rank.
+const NumEpochs = NumChannels * MaxWorkers
+
+// EpochSlot is the index of a worker's epoch.
+func EpochSlot(channel uint16, worker uint16) int {
+	return int(channel)*MaxWorkers + int(worker)
+}
+
+// Topology is what SNAC knows of the communicator and the Atom: everything a
+// Plan depends on besides the call. Every field must be equal on all ranks
+// except Rank.
+type Topology struct {
+	NRanks int
+	Rank   int
+	// Workers is the most workers a Plan may use (GPU: thread blocks).
+	Workers int
+	// StageHalf is the bytes of one half of the collective staging area.
+	StageHalf uint64
+	// P2PHalf is the bytes of one half of one point-to-point area (one per peer).
+	P2PHalf uint64
+	// PacketMax is the largest payload per rank sent as packets; a packet
+	// window per source rank holds it, in each half.
+	PacketMax uint64
+	// ChunkMax bounds a chunk per worker in the chunked and ring regimes.
+	ChunkMax uint64
+}
+
+// StageBytes is the size of one rank's staging buffer:
+// [collective half 0 | half 1][p2p area for peer 0: half 0 | half 1]...
+func (t Topology) StageBytes() uint64 { return 2*t.StageHalf + uint64(t.NRanks)*2*t.P2PHalf }
+
+// P2PStageOff is where this rank's p2p staging area for transfers to peer starts.
+func (t Topology) P2PStageOff(peer int) uint64 { return 2*t.StageHalf + uint64(peer)*2*t.P2PHalf }
+
+// PacketWindow is the packet-buffer bytes of one source's window in one half.
+func (t Topology) PacketWindow() uint64 { return 2 * roundUp(t.PacketMax, 8) }
+
+// PacketBytes is the size of one rank's packet buffer:
+// [collective: half 0: window per source | half 1: ...][p2p: per source: half 0 | half 1].
+func (t Topology) PacketBytes() uint64 { return 2*uint64(t.NRanks)*t.PacketWindow() + uint64(t.NRanks)*2*t.PacketWindow() }
+
+// PacketOff is where src's collective window starts in a rank's packet buffer (half 0).
+func (t Topology) PacketOff(src int) uint64 { return uint64(src) * t.PacketWindow() }
+
+// PacketHalf is the distance between the two halves of the collective packet windows.
+func (t Topology) PacketHalf() uint64 { return uint64(t.NRanks) * t.PacketWindow() }
+
+// P2PPacketOff is where src's point-to-point window starts in a rank's packet buffer (half 0);
+// the other half follows it at PacketWindow().
+func (t Topology) P2PPacketOff(src int) uint64 {
+	return 2*uint64(t.NRanks)*t.PacketWindow() + uint64(src)*2*t.PacketWindow()
+}
+
+func roundUp(x, to uint64) uint64 { return (x + to - 1) / to * to }

@@ -1,0 +1,227 @@
+package spec
+
+import (
+	"fmt"
+
+	"purlin/errs"
+)
+
+// Call is one collective as a rank issues it. Counts are in elements and
+// follow NCCL's meaning per collective:
+//
+//	AllReduce, Broadcast, Reduce, SendRecv: Count elements in and out
+//	AllGather, Gather:   Count elements from each rank (output NRanks*Count)
+//	ReduceScatter, Scatter: Count elements to each rank (input NRanks*Count)
+//	AllToAll:            Count elements per pair (input and output NRanks*Count)
+//	AllGatherV, ReduceScatterV: Counts[r], Displs[r] for every rank r (all ranks pass the same)
+//	AllToAllV:           SendCounts/SendDispls and RecvCounts/RecvDispls, this rank's view
+//
+// A Call must not be modified while a collective built from it is being planned.
+type Call struct {
+	Coll       Collective
+	Send, Recv uintptr
+	Count      uint64
+	Counts     []uint64 // AllGatherV, ReduceScatterV
+	Displs     []uint64 // AllGatherV: offsets in Recv; ReduceScatterV: offsets in Send
+	SendCounts []uint64 // AllToAllV
+	SendDispls []uint64
+	RecvCounts []uint64
+	RecvDispls []uint64
+	Type       DataType
+	Op         Op
+	Root       int // rooted collectives
+	Peer       int // SendRecv
+	IsSend     bool
+	Rank       int
+	NRanks     int
+}
+
+func invalid(format string, args ...any) error {
+	return errs.New(errs.ErrInvalidArgument, format, args...)
+}
+
+// Validate checks every argument and returns a clear error naming the first
+// bad one. A valid Call is safe to plan and execute.
+func (c *Call) Validate() error {
+	if c.Coll >= NumCollectives {
+		return invalid("unknown collective %d", uint8(c.Coll))
+	}
+	if c.NRanks < 1 || c.Rank < 0 || c.Rank >= c.NRanks {
+		return invalid("%s: rank %d of %d ranks", c.Coll, c.Rank, c.NRanks)
+	}
+	if !c.Type.Valid() {
+		return invalid("%s: invalid data type %d (valid: 0..%d)", c.Coll, int32(c.Type), NumTypes-1)
+	}
+	if c.Coll.Reduces() && !c.Op.Valid() {
+		return invalid("%s: invalid reduction op %d", c.Coll, int32(c.Op.Kind))
+	}
+	if c.Coll.Rooted() && (c.Root < 0 || c.Root >= c.NRanks) {
+		return invalid("%s: root %d is not a rank of %d", c.Coll, c.Root, c.NRanks)
+	}
+	if c.Coll == SendRecv && (c.Peer < 0 || c.Peer >= c.NRanks) {
+		return invalid("%s: peer %d is not a rank of %d", c.sendRecvName(), c.Peer, c.NRanks)
+	}
+	if err := c.validateVectors(); err != nil {
+		return err
+	}
+	in, out := c.Extents()
+	if in > MaxBytes || out > MaxBytes {
+		return invalid("%s: count %d of %s is too large (over %d bytes)", c.Coll, c.Count, c.Type, uint64(MaxBytes))
+	}
+	if err := c.validatePointer("sendbuff", c.Send, in); err != nil {
+		return err
+	}
+	if err := c.validatePointer("recvbuff", c.Recv, out); err != nil {
+		return err
+	}
+	return c.validateOverlap(in, out)
+}
+
+func (c *Call) sendRecvName() string {
+	if c.IsSend {
+		return "Send"
+	}
+	return "Recv"
+}
+
+func (c *Call) validatePointer(name string, p uintptr, bytes uint64) error {
+	if bytes == 0 {
+		return nil
+	}
+	if p == 0 {
+		return invalid("%s: %s is NULL for %d bytes", c.Coll, name, bytes)
+	}
+	if p%uintptr(c.Type.Size()) != 0 {
+		return invalid("%s: %s %#x is not aligned to its %s elements", c.Coll, name, p, c.Type)
+	}
+	return nil
+}
+
+// validateOverlap accepts disjoint buffers and NCCL's in-place positions;
+// any other overlap would let a consumer overwrite input still to be read.
+func (c *Call) validateOverlap(in, out uint64) error {
+	if in == 0 || out == 0 || c.Send+uintptr(in) <= c.Recv || c.Recv+uintptr(out) <= c.Send {
+		return nil
+	}
+	if c.InPlace() {
+		return nil
+	}
+	return invalid("%s: sendbuff [%#x,+%d) and recvbuff [%#x,+%d) overlap, and not in place", c.Coll, c.Send, in, c.Recv, out)
+}
+
+func (c *Call) validateVectors() error {
+	n := c.NRanks
+	switch c.Coll {
+	case AllGatherV, ReduceScatterV:
+		if len(c.Counts) != n || len(c.Displs) != n {
+			return invalid("%s: need %d counts and displacements, got %d and %d", c.Coll, n, len(c.Counts), len(c.Displs))
+		}
+		return checkVector(c.Coll, "counts", c.Counts, c.Displs)
+	case AllToAllV:
+		if len(c.SendCounts) != n || len(c.SendDispls) != n || len(c.RecvCounts) != n || len(c.RecvDispls) != n {
+			return invalid("%s: need %d send and receive counts and displacements", c.Coll, n)
+		}
+		if err := checkVector(c.Coll, "sendcounts", c.SendCounts, c.SendDispls); err != nil {
+			return err
+		}
+		return checkVector(c.Coll, "recvcounts", c.RecvCounts, c.RecvDispls)
+	}
+	return nil
+}
+
+// checkVector rejects counts whose slices overlap or overflow.
+func checkVector(coll Collective, name string, counts, displs []uint64) error {
+	for i := range counts {
+		if counts[i] > MaxBytes || displs[i] > MaxBytes {
+			return invalid("%s: %s[%d]=%d at displacement %d is too large", coll, name, i, counts[i], displs[i])
+		}
+		for j := range i {
+			if counts[i] > 0 && counts[j] > 0 && displs[i] < displs[j]+counts[j] && displs[j] < displs[i]+counts[i] {
+				return invalid("%s: %s slices %d and %d overlap", coll, name, j, i)
+			}
+		}
+	}
+	return nil
+}
+
+// InPlace reports whether the call is in place in NCCL's sense.
+func (c *Call) InPlace() bool {
+	size := uintptr(c.Type.Size())
+	switch c.Coll {
+	case AllReduce, Broadcast, Reduce, AllToAll:
+		return c.Send == c.Recv
+	case AllGather, Gather:
+		return c.Send == c.Recv+uintptr(c.Rank)*uintptr(c.Count)*size
+	case ReduceScatter, Scatter:
+		return c.Recv == c.Send+uintptr(c.Rank)*uintptr(c.Count)*size
+	case AllGatherV:
+		return c.Send == c.Recv+uintptr(c.Displs[c.Rank])*size
+	case ReduceScatterV:
+		return c.Recv == c.Send+uintptr(c.Displs[c.Rank])*size
+	}
+	return false
+}
+
+// Extents returns the bytes this rank reads from Send and writes to Recv.
+func (c *Call) Extents() (in, out uint64) {
+	size := uint64(c.Type.Size())
+	n := uint64(c.NRanks)
+	count := c.Count
+	if count > MaxBytes { // keep the products below from wrapping
+		count = MaxBytes + 1
+	}
+	root := c.Rank == c.Root
+	switch c.Coll {
+	case AllReduce:
+		return count * size, count * size
+	case AllGather:
+		return count * size, n * count * size
+	case ReduceScatter:
+		return n * count * size, count * size
+	case AllToAll:
+		return n * count * size, n * count * size
+	case Broadcast:
+		return pick(root, count*size), count * size
+	case Reduce:
+		return count * size, pick(root, count*size)
+	case Gather:
+		return count * size, pick(root, n*count*size)
+	case Scatter:
+		return pick(root, n*count*size), count * size
+	case SendRecv:
+		if c.IsSend {
+			return count * size, 0
+		}
+		return 0, count * size
+	case AllGatherV:
+		return c.Counts[c.Rank] * size, vectorExtent(c.Counts, c.Displs) * size
+	case ReduceScatterV:
+		return vectorExtent(c.Counts, c.Displs) * size, c.Counts[c.Rank] * size
+	case AllToAllV:
+		return vectorExtent(c.SendCounts, c.SendDispls) * size, vectorExtent(c.RecvCounts, c.RecvDispls) * size
+	}
+	return 0, 0
+}
+
+func pick(cond bool, v uint64) uint64 {
+	if cond {
+		return v
+	}
+	return 0
+}
+
+// vectorExtent is the end of the last non-empty slice.
+func vectorExtent(counts, displs []uint64) uint64 {
+	var end uint64
+	for i, c := range counts {
+		if c > 0 && displs[i]+c > end {
+			end = displs[i] + c
+		}
+	}
+	return end
+}
+
+// String describes the call for logs and error texts.
+func (c *Call) String() string {
+	return fmt.Sprintf("%s(count=%d %s %s root=%d peer=%d rank=%d/%d)", c.Coll, c.Count, c.Type, c.Op, c.Root, c.Peer, c.Rank, c.NRanks)
+}

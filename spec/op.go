@@ -1,0 +1,41 @@
+package spec
+
+import "fmt"
+
+// OpKind is a reduction; the first five values equal NCCL's ncclRedOp_t.
+type OpKind int32
+
+const (
+	Sum    OpKind = 0
+	Prod   OpKind = 1
+	Max    OpKind = 2
+	Min    OpKind = 3
+	Avg    OpKind = 4
+	NumOps OpKind = 5
+	// PreMulSum multiplies every input by Op.Scalar, then sums. NCCL clients
+	// reach it through ncclRedOpCreatePreMulSum, whose handles are >= NumOps.
+	PreMulSum OpKind = 5
+)
+
+var opNames = [...]string{"sum", "prod", "max", "min", "avg", "premulsum"}
+
+// Op is a reduction as the Atoms apply it.
+type Op struct {
+	Kind OpKind
+	// Scalar is PreMulSum's factor, already converted to float64 (integer
+	// types use it rounded toward zero, as the source type would hold it).
+	Scalar float64
+	// ScalarPtr, when not 0, is a device address where PreMulSum reads its
+	// factor while the collective runs (ncclScalarDevice).
+	ScalarPtr uintptr
+}
+
+// Valid reports whether op is a known kind.
+func (op Op) Valid() bool { return op.Kind >= 0 && op.Kind <= PreMulSum }
+
+func (op Op) String() string {
+	if !op.Valid() {
+		return fmt.Sprintf("op(%d)", int32(op.Kind))
+	}
+	return opNames[op.Kind]
+}
