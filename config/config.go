@@ -1,0 +1,97 @@
+// Package config holds every PURLIN_* setting, one documented field each.
+// Values are read with C getenv when first needed, not at library load: a
+// Go c-shared library's os.Getenv is a snapshot taken at load, and Python
+// programs often set variables after that.
+package config
+
+/*
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Settings are the library-wide settings.
+type Settings struct {
+	// Debug is PURLIN_DEBUG: "" (quiet), WARN, INFO or TRACE; log lines go to stderr.
+	Debug string
+	// Timeout is PURLIN_TIMEOUT in seconds (default 300): every wait for a
+	// peer, on the host and inside kernels, fails with a timeout after it.
+	Timeout time.Duration
+	// Atom is PURLIN_ATOM: "auto" (default: CUDA when a GPU is usable, host
+	// otherwise), "host" or "cuda".
+	Atom string
+	// GoMaxProcs is PURLIN_GOMAXPROCS: when > 0, the Go runtime's GOMAXPROCS,
+	// set at the first call (default: leave Go's choice).
+	GoMaxProcs int
+	// HostWorkers is PURLIN_HOST_WORKERS: the most goroutines a host-Atom
+	// Plan uses per rank (default 4). Every rank must use the same value.
+	HostWorkers int
+	// StageBytes is PURLIN_STAGE_BYTES: bytes of one half of the collective
+	// staging area (host default 8 MiB, CUDA default 64 MiB; 0 means the Atom's default).
+	StageBytes uint64
+}
+
+var (
+	once     sync.Once
+	settings Settings
+)
+
+// Get returns the settings, read from the environment on the first call.
+func Get() Settings {
+	once.Do(func() { settings = read() })
+	return settings
+}
+
+// Reload rereads the environment; tests use it after changing a variable.
+func Reload() Settings {
+	once.Do(func() {})
+	settings = read()
+	return settings
+}
+
+func read() Settings {
+	s := Settings{
+		Debug:       strings.ToUpper(Getenv("PURLIN_DEBUG")),
+		Timeout:     300 * time.Second,
+		Atom:        strings.ToLower(Getenv("PURLIN_ATOM")),
+		GoMaxProcs:  atoi(Getenv("PURLIN_GOMAXPROCS"), 0),
+		HostWorkers: atoi(Getenv("PURLIN_HOST_WORKERS"), 4),
+		StageBytes:  uint64(atoi(Getenv("PURLIN_STAGE_BYTES"), 0)),
+	}
+	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
+		s.Timeout = time.Duration(v * float64(time.Second))
+	}
+	if s.Atom == "" {
+		s.Atom = "auto"
+	}
+	if s.HostWorkers < 1 {
+		s.HostWorkers = 1
+	}
+	return s
+}
+
+func atoi(v string, def int) int {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// Getenv reads a variable with C getenv, so values set after load are seen.
+func Getenv(name string) string {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	v := C.getenv(cname)
+	if v == nil {
+		return ""
+	}
+	return C.GoString(v)
+}

@@ -1,0 +1,206 @@
+/*
+ * purlin.h: the C API of Purlin, a collective-communication library for the
+ * GPUs of one NVLink server (and, through its host Atom, for CPU ranks).
+ *
+ * Every type's numeric values equal NCCL's (ncclResult_t, ncclDataType_t,
+ * ncclRedOp_t, ncclUniqueId, ncclConfig_t), and libpurlin.so exports every
+ * function below also under NCCL's name (ncclAllReduce, ...) and its pnccl
+ * twin, so programs written for NCCL run on Purlin unchanged.
+ *
+ * Threads: every function may be called from any thread. Groups
+ * (purlinGroupStart/End) are per thread and nest. No call blocks the host
+ * waiting for a peer, except the init of a communicator outside a group,
+ * which waits for all its ranks (bounded by PURLIN_TIMEOUT).
+ *
+ * Streams: on the CUDA Atom a stream is a cudaStream_t. On the host Atom a
+ * stream comes from purlinHostStreamCreate (NULL means the communicator's
+ * own queue); work on one stream runs in order, and purlinHostStreamSynchronize
+ * or purlinCommSynchronize wait for it.
+ */
+#ifndef PURLIN_H_
+#define PURLIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PURLIN_MAJOR 0
+#define PURLIN_MINOR 1
+#define PURLIN_PATCH 0
+/* The NCCL version Purlin implements the ABI of; ncclGetVersion returns it. */
+#define PURLIN_NCCL_VERSION_CODE 22809
+
+typedef enum {
+  purlinSuccess = 0,
+  purlinUnhandledCudaError = 1,
+  purlinSystemError = 2,
+  purlinInternalError = 3,
+  purlinInvalidArgument = 4,
+  purlinInvalidUsage = 5,
+  purlinRemoteError = 6,
+  purlinInProgress = 7,
+  purlinTimeout = 8,
+  purlinNumResults = 9
+} purlinResult_t;
+
+typedef enum {
+  purlinInt8 = 0, purlinChar = 0,
+  purlinUint8 = 1,
+  purlinInt32 = 2, purlinInt = 2,
+  purlinUint32 = 3,
+  purlinInt64 = 4,
+  purlinUint64 = 5,
+  purlinFloat16 = 6, purlinHalf = 6,
+  purlinFloat32 = 7, purlinFloat = 7,
+  purlinFloat64 = 8, purlinDouble = 8,
+  purlinBfloat16 = 9,
+  purlinFloat8e4m3 = 10,
+  purlinFloat8e5m2 = 11,
+  purlinNumTypes = 12
+} purlinDataType_t;
+
+/* Ops made by purlinRedOpCreatePreMulSum are >= purlinNumOps. */
+typedef enum {
+  purlinSum = 0, purlinProd = 1, purlinMax = 2, purlinMin = 3, purlinAvg = 4,
+  purlinNumOps = 5,
+  purlinMaxRedOp = 0x7fffffff
+} purlinRedOp_t;
+
+typedef enum { purlinScalarDevice = 0, purlinScalarHostImmediate = 1 } purlinScalarResidence_t;
+
+typedef struct purlinComm* purlinComm_t;
+typedef void* purlinStream_t; /* a cudaStream_t, or a host stream */
+
+#define PURLIN_UNIQUE_ID_BYTES 128
+typedef struct { char internal[PURLIN_UNIQUE_ID_BYTES]; } purlinUniqueId;
+
+#define PURLIN_SPLIT_NOCOLOR (-1)
+#define PURLIN_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define PURLIN_API_MAGIC 0xcafebeef
+
+/* Same layout as ncclConfig_t (NCCL 2.28). Purlin reads it by content, as NCCL
+ * does: `size` first, then the fields that size covers; it honours
+ * `blocking` and ignores the tuning fields. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char* netName;
+  int splitShare;
+  int trafficClass;
+  const char* commName;
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
+} purlinConfig_t;
+
+#define PURLIN_CONFIG_INITIALIZER {                                              \
+  sizeof(purlinConfig_t), PURLIN_API_MAGIC, PURLIN_NCCL_VERSION_CODE,           \
+  PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT,    \
+  PURLIN_CONFIG_UNDEF_INT, NULL, PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT, \
+  NULL, PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT, \
+  PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT, PURLIN_CONFIG_UNDEF_INT }
+
+/* ---------- version, ids, errors ---------- */
+purlinResult_t purlinGetVersion(int* version);
+purlinResult_t purlinGetUniqueId(purlinUniqueId* uniqueId);
+const char* purlinGetErrorString(purlinResult_t result);
+/* The last error of comm (or of the calling thread's last call if comm is NULL), in words. */
+const char* purlinGetLastError(purlinComm_t comm);
+purlinResult_t purlinCommGetAsyncError(purlinComm_t comm, purlinResult_t* asyncError);
+
+/* ---------- communicators ---------- */
+purlinResult_t purlinCommInitRank(purlinComm_t* comm, int nranks, purlinUniqueId commId, int rank);
+purlinResult_t purlinCommInitRankConfig(purlinComm_t* comm, int nranks, purlinUniqueId commId, int rank, purlinConfig_t* config);
+/* ndev ranks in this process; devlist may be NULL (devices 0..ndev-1). */
+purlinResult_t purlinCommInitAll(purlinComm_t* comms, int ndev, const int* devlist);
+purlinResult_t purlinCommFinalize(purlinComm_t comm);
+purlinResult_t purlinCommDestroy(purlinComm_t comm);
+purlinResult_t purlinCommAbort(purlinComm_t comm);
+purlinResult_t purlinCommSplit(purlinComm_t comm, int color, int key, purlinComm_t* newcomm, purlinConfig_t* config);
+purlinResult_t purlinCommShrink(purlinComm_t comm, int* excludeRanksList, int excludeRanksCount, purlinComm_t* newcomm, purlinConfig_t* config, int shrinkFlags);
+purlinResult_t purlinCommCount(const purlinComm_t comm, int* count);
+purlinResult_t purlinCommCuDevice(const purlinComm_t comm, int* device);
+purlinResult_t purlinCommUserRank(const purlinComm_t comm, int* rank);
+/* Waits until every call launched on comm (every stream) has finished; host Atom. */
+purlinResult_t purlinCommSynchronize(purlinComm_t comm);
+
+/* ---------- host streams (host Atom) ---------- */
+purlinResult_t purlinHostStreamCreate(purlinStream_t* stream);
+purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream);
+purlinResult_t purlinHostStreamDestroy(purlinStream_t stream);
+
+/* ---------- reduction ops ---------- */
+purlinResult_t purlinRedOpCreatePreMulSum(purlinRedOp_t* op, void* scalar, purlinDataType_t datatype, purlinScalarResidence_t residence, purlinComm_t comm);
+purlinResult_t purlinRedOpDestroy(purlinRedOp_t op, purlinComm_t comm);
+
+/* ---------- collectives (NCCL's signatures) ---------- */
+purlinResult_t purlinAllReduce(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinBroadcast(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinBcast(void* buff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinReduce(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, int root, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinAlltoAll(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinGather(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinScatter(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinSend(const void* sendbuff, size_t count, purlinDataType_t datatype, int peer, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinRecv(void* recvbuff, size_t count, purlinDataType_t datatype, int peer, purlinComm_t comm, purlinStream_t stream);
+
+/* ---------- V collectives (Purlin's own) ----------
+ * AllGatherV: rank r contributes counts[r] elements, placed at displs[r] in recvbuff.
+ * ReduceScatterV: rank r receives counts[r] elements, reduced from displs[r] of every sendbuff.
+ * counts and displs have one entry per rank and are equal on every rank. */
+purlinResult_t purlinAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream);
+purlinResult_t purlinReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream);
+/* AllToAllV: this rank's view, as in MPI_Alltoallv; sendcounts[p] here must equal recvcounts[me] on p. */
+purlinResult_t purlinAlltoAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff, const size_t* recvcounts, const size_t* rdispls, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream);
+
+/* ---------- a collective named by its layouts (what NCCL cannot do) ---------- */
+typedef enum { purlinPacked = 0, purlinScattered = 1, purlinTransposed = 2 } purlinShape_t;
+typedef struct { int shape; int varying; int rooted; } purlinLayout_t; /* shape: purlinShape_t */
+typedef enum { purlinConsumeCopy = 0, purlinConsumeReduce = 1 } purlinConsume_t;
+
+typedef struct {
+  int consume;                  /* purlinConsume_t */
+  purlinLayout_t in, out;       /* e.g. reduce, scattered -> packed is ReduceScatter */
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;                 /* as the named NCCL-style collective counts it */
+  const size_t* counts;         /* AllGatherV, ReduceScatterV */
+  const size_t* displs;
+  const size_t* sendcounts;     /* AllToAllV */
+  const size_t* sdispls;
+  const size_t* recvcounts;
+  const size_t* rdispls;
+  int datatype;                 /* purlinDataType_t */
+  int op;                       /* purlinRedOp_t, for reduce */
+  int root;                     /* rooted layouts */
+} purlinCollectiveDesc_t;
+
+purlinResult_t purlinCollective(const purlinCollectiveDesc_t* desc, purlinComm_t comm, purlinStream_t stream);
+
+/* ---------- groups ---------- */
+purlinResult_t purlinGroupStart(void);
+purlinResult_t purlinGroupEnd(void);
+
+/* ---------- memory ---------- */
+purlinResult_t purlinMemAlloc(void** ptr, size_t size);
+purlinResult_t purlinMemFree(void* ptr);
+purlinResult_t purlinCommRegister(const purlinComm_t comm, void* buff, size_t size, void** handle);
+purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PURLIN_H_ */
