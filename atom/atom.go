@@ -27,8 +27,9 @@ type Buffers struct {
 type Rank interface {
 	// Launch enqueues plan on stream and returns without waiting for peers.
 	// Work on one stream runs in order. An error in the running Plan is
-	// reported through AsyncError, never by blocking.
-	Launch(plan *snac.Plan, bufs Buffers, stream uintptr) error
+	// reported through AsyncError, never by blocking. A SpaceSend/SpaceRecv
+	// Ref with Rank i resolves against bufs[i]; Launch does not retain bufs.
+	Launch(plan *snac.Plan, bufs []Buffers, stream uintptr) error
 	// AsyncError returns the first error of a launched Plan, or nil.
 	AsyncError() error
 	// Abort makes every wait of this rank's running and future Plans fail

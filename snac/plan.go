@@ -62,6 +62,10 @@ const (
 // so a staging Ref with Half set lands in the half picked by the epoch's
 // parity: consecutive calls never share a half. For SpacePacket, Off and
 // Half count packet-buffer bytes (two per payload byte).
+//
+// For SpaceSend and SpaceRecv, Rank is not a rank but an index into the
+// Launch's buffer list: a Plan merged from several calls of one group (Merge)
+// reads and writes several callers' buffers.
 type Ref struct {
 	Off   uint64
 	Half  uint64
