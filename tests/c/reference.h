@@ -1,0 +1,25 @@
+/*
+ * reference.h: what each reduction should produce, computed in double from
+ * the very inputs the ranks hold, and how far a correct result may be from it.
+ */
+#ifndef PURLIN_TESTS_REFERENCE_H_
+#define PURLIN_TESTS_REFERENCE_H_
+
+#include <stddef.h>
+#include "harness.h"
+
+/* Our op ids: NCCL's five plus PreMulSum (a run-time op in NCCL). */
+enum { OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_AVG = 4, OP_PREMULSUM = 5, OP_COUNT = 6 };
+const char* op_name(int op);
+
+/* A random value of dtype suitable as an input of op, exactly representable. */
+double ref_random_input(rng_t* r, int dtype, int op);
+/* The PreMulSum scalar used by the tests, as dtype holds it. */
+double ref_premul_scalar(int dtype);
+
+/* The reduction of xs[0..n-1] (rank order) under op, and the largest
+ * distance from it a correct implementation may produce (0 for integers,
+ * Max and Min: those must be exact). */
+double ref_reduce(int dtype, int op, const double* xs, int n, double* tolerance);
+
+#endif /* PURLIN_TESTS_REFERENCE_H_ */

@@ -1,0 +1,168 @@
+/*
+ * single.c: the single-process suite. One thread drives 2, 3, 4 and 8 ranks
+ * (ncclGroupStart; ncclCommInitRank x N; ncclGroupEnd, as nccl-tests does),
+ * runs every collective over every dtype and op, in place and out of place,
+ * on random data, and checks each output against a double reference.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clique.h"
+#include "coll.h"
+#include "dtypes.h"
+#include "harness.h"
+#include "reference.h"
+
+static uint64_t g_seed = 1;
+
+static void test_version(void) {
+  int v = 0;
+  EXPECT(ncclGetVersion(&v) == ncclSuccess, "ncclGetVersion failed");
+  EXPECT(v >= 22809, "ncclGetVersion gave %d, want >= 22809", v);
+}
+
+/* Every dtype x op of AllReduce, in place and out of place, on one clique. */
+static void sweep_allreduce(clique* q, size_t count) {
+  for (int dt = 0; dt < DT_COUNT; dt++)
+    for (int op = 0; op < OP_COUNT; op++) {
+      coll_case c = {COLL_ALLREDUCE, dt, op, 0, (dt + op) & 1, count + (size_t)op, g_seed++};
+      coll_run(&c, q->n, q->comms, 0, q->n);
+    }
+}
+
+/* Every collective, several dtypes, ops, roots and counts. */
+static void sweep_collectives(clique* q) {
+  static const size_t counts[] = {1, 7, 1031, 20011};
+  int n = q->n;
+  for (int coll = 0; coll < COLL_COUNT; coll++)
+    for (int i = 0; i < 8; i++) {
+      coll_case c;
+      c.coll = coll;
+      c.dtype = (coll * 5 + i * 7 + n) % DT_COUNT;
+      c.op = (coll + i) % OP_COUNT;
+      c.root = (i * 3 + 1) % n;
+      c.inplace = i & 1;
+      c.count = counts[i % 4] + (size_t)(i / 4);
+      if (n == 8 && c.count > 5000) c.count /= 4; /* keep the n*n-sized collectives small */
+      c.seed = g_seed++;
+      coll_run(&c, n, q->comms, 0, n);
+    }
+}
+
+static void run_clique(int n) {
+  clique q;
+  if (clique_init(&q, n) != 0) return;
+  sweep_collectives(&q);
+  if (n == 4) sweep_allreduce(&q, 517);
+  clique_destroy(&q);
+}
+
+static void test_clique2(void) { run_clique(2); }
+static void test_clique3(void) { run_clique(3); }
+static void test_clique4(void) { run_clique(4); }
+static void test_clique8(void) { run_clique(8); }
+
+/* Counts past the staging area (host default 8 MiB a half) take the ring regime. */
+static void test_large(void) {
+  clique q;
+  if (clique_init(&q, 4) != 0) return;
+  coll_case cases[] = {
+      {COLL_ALLREDUCE, 7, OP_SUM, 0, 0, 3000017, 0},
+      {COLL_ALLREDUCE, 9, OP_MAX, 0, 1, 5000011, 0},
+      {COLL_REDUCESCATTER, 6, OP_SUM, 0, 1, 1200007, 0},
+      {COLL_ALLGATHER, 2, OP_SUM, 0, 0, 900001, 0},
+      {COLL_BROADCAST, 8, OP_SUM, 2, 0, 1500001, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cases[i].seed = g_seed++;
+    coll_run(&cases[i], q.n, q.comms, 0, q.n);
+  }
+  clique_destroy(&q);
+}
+
+/* The same communicators serve many calls in a row: epochs and flags advance. */
+static void test_repeated_calls(void) {
+  clique q;
+  if (clique_init(&q, 3) != 0) return;
+  for (int i = 0; i < 50 && !harness_failed(); i++) {
+    coll_case c = {i % 3 == 0 ? COLL_ALLREDUCE : i % 3 == 1 ? COLL_ALLGATHER : COLL_REDUCESCATTER,
+                   7, OP_SUM, 0, i & 1, (size_t)(1 + i * 37), g_seed++};
+    coll_run(&c, q.n, q.comms, 0, q.n);
+  }
+  clique_destroy(&q);
+}
+
+static void init_all(int use_nccl_name) {
+  ncclComm_t comms[4] = {0};
+  int rc = use_nccl_name ? (int)ncclCommInitAll(comms, 4, NULL)
+                         : (int)purlinCommInitAll((purlinComm_t*)comms, 4, NULL);
+  if (rc != 0) {
+    FAILF("%s(4, NULL): %d (%s)", use_nccl_name ? "ncclCommInitAll" : "purlinCommInitAll", rc, ncclGetLastError(NULL));
+    return;
+  }
+  for (int r = 0; r < 4; r++) {
+    int rank = -1;
+    ncclCommUserRank(comms[r], &rank);
+    EXPECT(rank == r, "comm %d has rank %d", r, rank);
+  }
+  coll_case c = {COLL_ALLREDUCE, 7, OP_SUM, 0, 0, 4099, g_seed++};
+  coll_run(&c, 4, comms, 0, 4);
+  coll_case g = {COLL_ALLGATHER, 6, OP_SUM, 0, 1, 333, g_seed++};
+  coll_run(&g, 4, comms, 0, 4);
+  for (int r = 0; r < 4; r++) EXPECT(ncclCommDestroy(comms[r]) == ncclSuccess, "ncclCommDestroy %d", r);
+}
+
+static void test_purlin_init_all(void) { init_all(0); }
+static void test_nccl_init_all(void) { init_all(1); }
+
+/* Calls on one host stream run in order; synchronizing the stream waits for them. */
+static void test_host_stream(void) {
+  clique q;
+  if (clique_init(&q, 2) != 0) return;
+  purlinStream_t st[2] = {0};
+  for (int r = 0; r < 2; r++)
+    EXPECT(purlinHostStreamCreate(&st[r]) == purlinSuccess && st[r], "purlinHostStreamCreate rank %d", r);
+  if (harness_failed()) return;
+  enum { N = 10007 };
+  float* buf[2];
+  for (int r = 0; r < 2; r++) {
+    buf[r] = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) buf[r][i] = (float)(r + 1);
+  }
+  /* Three in-place sums in a row: (1+2) -> 6 -> 12 -> 24 on both ranks. */
+  for (int k = 0; k < 3; k++) {
+    ncclGroupStart();
+    for (int r = 0; r < 2; r++)
+      EXPECT(ncclAllReduce(buf[r], buf[r], N, ncclFloat32, ncclSum, q.comms[r], (cudaStream_t)st[r]) == ncclSuccess,
+             "ncclAllReduce on a host stream, rank %d", r);
+    ncclGroupEnd();
+  }
+  for (int r = 0; r < 2; r++) {
+    EXPECT(purlinHostStreamSynchronize(st[r]) == purlinSuccess, "purlinHostStreamSynchronize rank %d: %s", r,
+           ncclGetLastError(q.comms[r]));
+    for (int i = 0; i < N; i++)
+      if (buf[r][i] != 24.0f) {
+        FAILF("rank %d element %d: got %g after three chained sums, want 24", r, i, buf[r][i]);
+        break;
+      }
+    purlinHostStreamDestroy(st[r]);
+    free(buf[r]);
+  }
+  clique_destroy(&q);
+}
+
+int main(int argc, char** argv) {
+  harness_init("c-single", 300);
+  if (argc > 1) g_seed = strtoull(argv[1], NULL, 0);
+  RUN(test_version);
+  RUN(test_clique2);
+  RUN(test_clique3);
+  RUN(test_clique4);
+  RUN(test_clique8);
+  RUN(test_large);
+  RUN(test_repeated_calls);
+  RUN(test_purlin_init_all);
+  RUN(test_nccl_init_all);
+  RUN(test_host_stream);
+  return harness_finish();
+}

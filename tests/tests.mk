@@ -1,0 +1,27 @@
+# tests/tests.mk: builds the C suites and the ABI test; included by the top Makefile.
+# C tests link build/libpurlin.so with an rpath, so they run from anywhere.
+CC          ?= gcc
+TEST_BUILD  := $(BUILD)/tests
+TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror=implicit-function-declaration -I$(CURDIR)/include -I$(CURDIR)/tests/c
+TEST_LDLIBS := -L$(BUILD) -Wl,-rpath,$(BUILD) -lpurlin -lm -lpthread
+
+C_COMMON  := $(addprefix tests/c/,harness.c dtypes.c reference.c coll.c coll_run.c clique.c)
+C_HEADERS := $(wildcard tests/c/*.h include/*.h)
+C_SUITES  := single multiproc badinput
+
+.PHONY: c-tests-build c-tests abi-test
+c-tests-build: $(TEST_BUILD)/selftest $(addprefix $(TEST_BUILD)/,$(C_SUITES))
+
+$(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c tests/c/dtypes.c tests/c/reference.c $(C_HEADERS)
+	@mkdir -p $(TEST_BUILD)
+	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c,$^) -lm
+
+$(TEST_BUILD)/%: tests/c/%.c $(C_COMMON) $(C_HEADERS) $(LIB)
+	@mkdir -p $(TEST_BUILD)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(C_COMMON) $(TEST_LDLIBS)
+
+c-tests: c-tests-build
+	tests/c/run.sh $(TEST_BUILD)
+
+abi-test: $(LIB)
+	tests/abi/run.sh $(LIB)
