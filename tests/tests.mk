@@ -5,7 +5,8 @@ TEST_BUILD  := $(BUILD)/tests
 TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror=implicit-function-declaration -I$(CURDIR)/include -I$(CURDIR)/tests/c
 TEST_LDLIBS := -L$(BUILD) -Wl,-rpath,$(BUILD) -lpurlin -lm -lpthread
 
-C_COMMON  := $(addprefix tests/c/,harness.c dtypes.c reference.c coll.c coll_run.c clique.c)
+C_COMMON  := $(addprefix tests/c/,harness.c dtypes.c reference.c coll.c coll_run.c clique.c procs.c)
+C_BADINPUT := $(addprefix tests/c/,badproc.c badlaunch.c)
 C_HEADERS := $(wildcard tests/c/*.h include/*.h)
 C_SUITES  := single multiproc badinput
 
@@ -16,9 +17,10 @@ $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c tests/c/dtypes.c te
 	@mkdir -p $(TEST_BUILD)
 	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c,$^) -lm
 
+$(TEST_BUILD)/badinput: $(C_BADINPUT)
 $(TEST_BUILD)/%: tests/c/%.c $(C_COMMON) $(C_HEADERS) $(LIB)
 	@mkdir -p $(TEST_BUILD)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(C_COMMON) $(TEST_LDLIBS)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(C_COMMON) $(if $(filter badinput,$*),$(C_BADINPUT)) $(TEST_LDLIBS)
 
 c-tests: c-tests-build
 	tests/c/run.sh $(TEST_BUILD)

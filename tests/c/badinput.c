@@ -1,0 +1,148 @@
+/*
+ * badinput.c: the bad-input suite. Rejected arguments (NULL pointers, huge
+ * counts, bad dtype/op/root/peer, a destroyed communicator), ranks that
+ * disagree on a call, a rank SIGKILLed mid-collective, and a fork() child
+ * without exec: each must give an error, never a hang, a crash or a silently
+ * wrong result, and the communicator must stay usable after a rejected argument.
+ * PURLIN_TIMEOUT is 3 s here (unless set), so the failure tests are quick.
+ */
+#include <ctype.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "badinput.h"
+#include "clique.h"
+#include "coll.h"
+#include "harness.h"
+#include "procs.h"
+#include "reference.h"
+
+double g_timeout_s = 3;
+
+/* Whether the comm still runs a correct collective. */
+void expect_usable(clique* q, const char* after) {
+  static uint64_t seed = 77;
+  coll_case c = {COLL_ALLREDUCE, 7, OP_SUM, 0, 0, 1000, seed++};
+  if (coll_run(&c, q->n, q->comms, 0, q->n)) FAILF("the communicators broke after %s", after);
+}
+
+static int contains_ci(const char* s, const char* word) {
+  size_t n = strlen(word);
+  for (; s && *s; s++)
+    if (strncasecmp(s, word, n) == 0) return 1;
+  return 0;
+}
+
+/* A rejected call: its result code, and the last-error text naming the problem. */
+void expect_rejected(ncclResult_t got, ncclResult_t want, ncclComm_t comm, const char* call, const char* word) {
+  if (got != want) {
+    FAILF("%s returned %d, want %d", call, got, want);
+    return;
+  }
+  const char* text = ncclGetLastError(comm);
+  EXPECT(text && strlen(text) > 8, "%s: ncclGetLastError gave \"%s\"", call, text ? text : "(null)");
+  if (word && text) EXPECT(contains_ci(text, word), "%s: last error \"%s\" does not mention \"%s\"", call, text, word);
+}
+
+static void test_error_strings(void) {
+  const char* seen[9] = {0};
+  for (int rc = 0; rc <= 8; rc++) {
+    const char* s = ncclGetErrorString((ncclResult_t)rc);
+    EXPECT(s && strlen(s) > 3, "ncclGetErrorString(%d) is \"%s\"", rc, s ? s : "(null)");
+    for (int j = 0; j < rc; j++)
+      if (s && seen[j]) EXPECT(strcmp(s, seen[j]) != 0, "codes %d and %d share the text \"%s\"", j, rc, s);
+    seen[rc] = s;
+  }
+  const char* unknown = ncclGetErrorString((ncclResult_t)1234);
+  EXPECT(unknown && strlen(unknown) > 3, "ncclGetErrorString(1234) is empty");
+}
+
+static void test_null_out_pointers(void) {
+  expect_rejected(ncclGetVersion(NULL), ncclInvalidArgument, NULL, "ncclGetVersion(NULL)", NULL);
+  expect_rejected(ncclGetUniqueId(NULL), ncclInvalidArgument, NULL, "ncclGetUniqueId(NULL)", NULL);
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return;
+  expect_rejected(ncclCommInitRank(NULL, 1, id, 0), ncclInvalidArgument, NULL, "ncclCommInitRank(NULL comm)", NULL);
+  ncclComm_t c = NULL;
+  expect_rejected(ncclCommInitRank(&c, 2, id, 2), ncclInvalidArgument, NULL, "ncclCommInitRank(rank 2 of 2)", "rank");
+  expect_rejected(ncclCommInitRank(&c, 0, id, 0), ncclInvalidArgument, NULL, "ncclCommInitRank(0 ranks)", NULL);
+  expect_rejected(ncclCommInitRank(&c, 2, id, -1), ncclInvalidArgument, NULL, "ncclCommInitRank(rank -1)", "rank");
+}
+
+static void test_bad_arguments(void) {
+  clique q;
+  if (clique_init(&q, 2) != 0) return;
+  ncclComm_t c0 = q.comms[0];
+  float send[64] = {0}, recv[64 * 2];
+  const size_t huge = SIZE_MAX / 2;
+  expect_rejected(ncclAllReduce(NULL, recv, 64, ncclFloat32, ncclSum, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(sendbuff NULL)", "null");
+  expect_rejected(ncclAllReduce(send, NULL, 64, ncclFloat32, ncclSum, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(recvbuff NULL)", "null");
+  expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat32, ncclSum, NULL, NULL), ncclInvalidArgument, NULL,
+                  "ncclAllReduce(comm NULL)", NULL);
+  expect_rejected(ncclAllReduce(send, recv, huge, ncclFloat32, ncclSum, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(count SIZE_MAX/2)", "count");
+  expect_rejected(ncclAllGather(send, recv, SIZE_MAX / 4 + 1, ncclFloat32, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllGather(count*nranks overflows)", "count");
+  expect_rejected(ncclAllReduce(send, recv, 64, (ncclDataType_t)12, ncclSum, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(dtype 12)", "type");
+  expect_rejected(ncclAllReduce(send, recv, 64, (ncclDataType_t)-1, ncclSum, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(dtype -1)", "type");
+  expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat32, (ncclRedOp_t)5, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(op 5, never created)", "op");
+  expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat32, (ncclRedOp_t)-1, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(op -1)", "op");
+  expect_rejected(ncclBroadcast(send, recv, 64, ncclFloat32, 2, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclBroadcast(root 2 of 2)", "root");
+  expect_rejected(ncclReduce(send, recv, 64, ncclFloat32, ncclSum, -1, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclReduce(root -1)", "root");
+  expect_rejected(ncclSend(send, 64, ncclFloat32, 2, c0, NULL), ncclInvalidArgument, c0, "ncclSend(peer 2 of 2)", "peer");
+  expect_rejected(ncclRecv(recv, 64, ncclFloat32, -1, c0, NULL), ncclInvalidArgument, c0, "ncclRecv(peer -1)", "peer");
+  int count = 0;
+  expect_rejected(ncclCommCount(c0, NULL), ncclInvalidArgument, c0, "ncclCommCount(count NULL)", NULL);
+  expect_rejected(ncclCommCount(NULL, &count), ncclInvalidArgument, NULL, "ncclCommCount(comm NULL)", NULL);
+  expect_usable(&q, "rejected arguments");
+  clique_destroy(&q);
+}
+
+static void test_rejected_inside_group(void) {
+  clique q;
+  if (clique_init(&q, 2) != 0) return;
+  float send[16] = {0}, recv[16];
+  ncclGroupStart();
+  ncclResult_t rc = ncclAllReduce(NULL, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL);
+  ncclResult_t end = ncclGroupEnd();
+  EXPECT(rc != ncclSuccess || end != ncclSuccess, "a NULL sendbuff inside a group was accepted by the call and by ncclGroupEnd");
+  (void)send;
+  expect_usable(&q, "a rejected call inside a group");
+  clique_destroy(&q);
+}
+
+int main(int argc, char** argv) {
+  setenv("PURLIN_TIMEOUT", "3", 0);
+  g_timeout_s = atof(getenv("PURLIN_TIMEOUT"));
+  if (argc > 1 && strcmp(argv[1], "worker") == 0) {
+    harness_init("c-badinput worker", 120);
+    return badinput_worker(argc, argv);
+  }
+  harness_init("c-badinput", 280);
+  RUN(test_error_strings);
+  RUN(test_null_out_pointers);
+  RUN(test_bad_arguments);
+  RUN(test_rejected_inside_group);
+  RUN(test_destroyed_comm);
+  RUN(test_fork_child);
+  RUN(test_mismatch_count);
+  RUN(test_mismatch_dtype);
+  RUN(test_mismatch_op);
+  RUN(test_mismatch_root);
+  RUN(test_killed_rank);
+  RUN(test_killed_rank_external);
+  return harness_finish();
+}

@@ -1,0 +1,115 @@
+/*
+ * badproc.c: the bad-input scenarios that need processes of their own: calls
+ * that may crash (a destroyed communicator), ranks that disagree, ranks that
+ * die, and a fork() child. Each runs in exec'd workers under a deadline.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "badinput.h"
+#include "harness.h"
+#include "procs.h"
+
+/* Slack over PURLIN_TIMEOUT for an error to arrive (process start, scheduling on 2 cores). */
+static double slack_s(void) { return g_timeout_s + 4; }
+
+/* ---------- worker side ---------- */
+
+static int scenario_destroyed(void) {
+  clique q;
+  if (clique_init(&q, 2) != 0) return EXIT_INIT;
+  ncclComm_t stale = q.comms[0];
+  clique_destroy(&q);
+  float send[8] = {0}, recv[8];
+  ncclResult_t a = ncclAllReduce(send, recv, 8, ncclFloat32, ncclSum, stale, NULL);
+  ncclResult_t b = ncclCommDestroy(stale);
+  if (a == ncclSuccess || b == ncclSuccess) {
+    fprintf(stderr, "destroyed comm: ncclAllReduce gave %d, a second ncclCommDestroy gave %d\n", a, b);
+    return EXIT_NO_ERROR;
+  }
+  return EXIT_ERRORED;
+}
+
+/* Both ranks fill sendbuff with rank+1; each checks its own output if its call succeeds. */
+static int scenario_mismatch(const char* kind, int rank, ncclComm_t comm) {
+  size_t count = 4096;
+  ncclDataType_t dt = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  int root = -1;
+  if (!strcmp(kind, "count") && rank == 1) count = 3 * 4096 + 1;
+  if (!strcmp(kind, "dtype") && rank == 1) dt = ncclInt32;
+  if (!strcmp(kind, "op") && rank == 1) op = ncclMax;
+  if (!strcmp(kind, "root")) root = rank; /* each rank names itself the root */
+  float* send = malloc(count * 4);
+  float* recv = malloc(count * 4);
+  for (size_t i = 0; i < count; i++) {
+    if (dt == ncclInt32) ((int32_t*)send)[i] = rank + 1;
+    else send[i] = (float)(rank + 1);
+    recv[i] = -7;
+  }
+  double t0 = now_s();
+  ncclResult_t rc = root >= 0 ? ncclReduce(send, recv, count, dt, op, root, comm, NULL)
+                              : ncclAllReduce(send, recv, count, dt, op, comm, NULL);
+  if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
+  if (rc != ncclSuccess) {
+    fprintf(stderr, "  rank %d (mismatch %s): error %d after %.1f s: %s\n", rank, kind, rc, now_s() - t0, ncclGetLastError(comm));
+    ncclCommAbort(comm);
+    return now_s() - t0 <= slack_s() ? EXIT_ERRORED : EXIT_SLOW;
+  }
+  float want = op == ncclMax ? 2.0f : 3.0f;
+  for (size_t i = 0; i < count; i++) {
+    float got = dt == ncclInt32 ? (float)((int32_t*)recv)[i] : recv[i];
+    if (got != want) {
+      fprintf(stderr, "  rank %d (mismatch %s): success, but element %zu is %g, want %g\n", rank, kind, i, got, want);
+      return EXIT_WRONG;
+    }
+  }
+  ncclCommDestroy(comm);
+  return EXIT_OK;
+}
+
+/* Ranks loop on AllReduce; the victim (the last rank) dies mid-collective:
+ * by its own SIGKILL right after a launch ("self"), or the launcher's ("external"). */
+static int scenario_kill(const char* how, int rank, int nranks, ncclComm_t comm) {
+  size_t count = 1 << 20;
+  float* send = calloc(count, 4);
+  float* recv = calloc(count, 4);
+  int victim = rank == nranks - 1;
+  double start = now_s();
+  for (int it = 0; now_s() - start < 60; it++) {
+    double t0 = now_s();
+    ncclResult_t rc = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, NULL);
+    if (victim && !strcmp(how, "self") && it == 3) raise(SIGKILL);
+    if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
+    if (rc != ncclSuccess) {
+      double took = now_s() - t0;
+      fprintf(stderr, "  rank %d (kill %s): error %d at iteration %d after %.1f s: %s\n", rank, how, rc, it, took,
+              ncclGetLastError(comm));
+      ncclCommAbort(comm);
+      return took <= slack_s() ? EXIT_ERRORED : EXIT_SLOW;
+    }
+  }
+  return EXIT_NO_ERROR;
+}
+
+int badinput_worker(int argc, char** argv) {
+  if (argc < 5) return 2;
+  const char* scenario = argv[2];
+  int rank = atoi(argv[3]), nranks = atoi(argv[4]);
+  const char* extra = argc > 5 ? argv[5] : "";
+  if (!strcmp(scenario, "destroyed")) return scenario_destroyed();
+  ncclUniqueId id;
+  if (procs_read_id(&id) != 0) return EXIT_INIT;
+  ncclComm_t comm = NULL;
+  ncclResult_t rc = ncclCommInitRank(&comm, nranks, id, rank);
+  if (rc != ncclSuccess) {
+    fprintf(stderr, "  rank %d: ncclCommInitRank: %d (%s)\n", rank, rc, ncclGetLastError(NULL));
+    return EXIT_INIT;
+  }
+  if (!strcmp(scenario, "mismatch")) return scenario_mismatch(extra, rank, comm);
+  if (!strcmp(scenario, "kill")) return scenario_kill(extra, rank, nranks, comm);
+  return 2;
+}
