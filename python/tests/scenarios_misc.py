@@ -1,0 +1,149 @@
+"""Scenarios for groups, host streams, bad inputs and errors the library reports."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import purlin
+from reference import assert_equal, reduce, values
+
+
+def grouped_collectives(comm, seed):
+    """Several collectives, nested groups and a PreMulSum, launched by one group."""
+    n, me = comm.world_size, comm.rank
+    a = values(me, 10, "float32", seed).astype(np.float32)
+    b = values(me, 4, "int64", seed + 1).astype(np.int64)
+    gathered = np.zeros((n, 4), dtype=np.int64)
+    scaled = np.zeros(10, dtype=np.float32)
+    with purlin.group():
+        comm.all_reduce(a, op=purlin.MAX)
+        with purlin.group():
+            comm.all_gather(b, gathered)
+            comm.all_reduce(values(me, 10, "float32", seed + 2).astype(np.float32), scaled,
+                            op=purlin.premul_sum(0.5))
+    inputs = [values(r, 10, "float32", seed) for r in range(n)]
+    assert_equal(a, reduce(inputs, purlin.MAX, "float32", n), "grouped all_reduce MAX")
+    for r in range(n):
+        assert_equal(gathered[r], values(r, 4, "int64", seed + 1), f"grouped all_gather slice {r}")
+    scaled_inputs = [values(r, 10, "float32", seed + 2) for r in range(n)]
+    assert_equal(scaled, reduce(scaled_inputs, purlin.premul_sum(0.5), "float32", n), "grouped premul_sum")
+
+
+def all_pairs_exchange(comm, count):
+    """Every rank sends to and receives from every other rank in one group (all-to-all by hand)."""
+    n, me = comm.world_size, comm.rank
+    outgoing = [np.full(count, me * 100 + p, dtype=np.int32) for p in range(n)]
+    incoming = [np.zeros(count, dtype=np.int32) for _ in range(n)]
+    with purlin.group():
+        for p in range(n):
+            if p != me:
+                comm.send(outgoing[p], p)
+                comm.recv(incoming[p], p)
+    for p in range(n):
+        if p != me:
+            assert (incoming[p] == p * 100 + me).all(), f"from {p}: {incoming[p][:4]}"
+
+
+def host_stream_async(comm, seed):
+    """Calls on an explicit HostStream return at once and complete at synchronize()."""
+    n, me = comm.world_size, comm.rank
+    buffers = [values(me, 257, "float64", seed + i) for i in range(3)]
+    with purlin.HostStream() as stream:
+        for buf in buffers:
+            comm.all_reduce(buf, stream=stream)
+        stream.synchronize()
+        for i, buf in enumerate(buffers):
+            inputs = [values(r, 257, "float64", seed + i) for r in range(n)]
+            assert_equal(buf, reduce(inputs, purlin.SUM, "float64", n), f"stream all_reduce {i}")
+
+
+def _read_only(count):
+    array = np.zeros(count, dtype=np.float32)
+    array.flags.writeable = False
+    return array
+
+
+def bad_input(comm, case):
+    """Makes one bad call (the same on every rank); returns the exception's class name and text."""
+    x = np.ones(8, dtype=np.float32)
+    n = comm.world_size
+    calls = {
+        "dtype_mismatch": lambda: comm.all_reduce(x, np.zeros(8, dtype=np.float64)),
+        "non_contiguous": lambda: comm.all_reduce(np.ones((8, 2), dtype=np.float32)[:, 0]),
+        "all_gather_size": lambda: comm.all_gather(x, np.zeros(8 * n + 1, dtype=np.float32)),
+        "reduce_scatter_size": lambda: comm.reduce_scatter(np.ones(8 * n - 1, np.float32), x),
+        "all_reduce_size": lambda: comm.all_reduce(x, np.zeros(9, dtype=np.float32)),
+        "all_to_all_divisible": lambda: comm.all_to_all(np.ones(n * 2 + 1, np.float32),
+                                                        np.ones(n * 2 + 1, np.float32)),
+        "bad_root": lambda: comm.broadcast(x, root=n),
+        "negative_root": lambda: comm.reduce(x, root=-1),
+        "bad_peer": lambda: comm.send(x, peer=n),
+        "read_only_recv": lambda: comm.all_reduce(x, _read_only(8)),
+        "unsupported_dtype": lambda: comm.all_reduce(np.ones(8, dtype=np.int16)),
+        "bool_dtype": lambda: comm.all_reduce(np.ones(8, dtype=bool)),
+        "not_an_array": lambda: comm.all_reduce([1.0, 2.0]),
+        "bad_op": lambda: comm.all_reduce(x, op="median"),
+        "counts_length": lambda: comm.all_gather_v(x, np.zeros(64, np.float32), [8] * (n + 1)),
+        "counts_overflow": lambda: comm.all_gather_v(x, np.zeros(8, np.float32), [8] * n),
+        "gather_root_needs_recv": lambda: comm.gather(x, None, root=comm.rank),
+        "int_premul_fraction": lambda: comm.all_reduce(np.ones(8, np.int32), op=purlin.premul_sum(0.5)),
+    }
+    try:
+        calls[case]()
+    except purlin.PurlinError as exc:
+        return type(exc).__name__, str(exc), exc.code
+    raise AssertionError(f"{case}: no error raised")
+
+
+def library_rejects_overlap(comm):
+    """Partly overlapping send and recv pass Python's checks; the library's spec rejects them."""
+    base = np.zeros(16, dtype=np.float32)
+    try:
+        comm.all_reduce(base[0:8], base[4:12])
+    except purlin.PurlinError as exc:
+        return type(exc).__name__, str(exc), exc.code, exc.library_message
+    raise AssertionError("overlapping all_reduce buffers were accepted")
+
+
+def fresh_communicator(comm):
+    """A second communicator over the same ranks, its id sent by a broadcast on the first."""
+    raw = np.frombuffer(purlin.UniqueId.generate().bytes(), dtype=np.uint8).copy()
+    comm.broadcast(raw, root=0)
+    return purlin.Communicator(comm.world_size, comm.rank, purlin.UniqueId.from_bytes(raw.tobytes()))
+
+
+def mismatched_calls(comm):
+    """Ranks that disagree on a call's count get an error naming the disagreement, not wrong data."""
+    other = fresh_communicator(comm)
+    try:
+        count = 8 if comm.rank == 0 else 16
+        other.all_reduce(np.ones(count, dtype=np.float32))
+    except purlin.PurlinError as exc:
+        return type(exc).__name__, str(exc), exc.code
+    finally:
+        other.abort()
+    return None
+
+
+def closed_communicator(comm):
+    """A closed communicator refuses calls in Python, with InvalidUsage."""
+    other = fresh_communicator(comm)
+    other.close()
+    other.close()  # idempotent
+    try:
+        other.all_reduce(np.ones(4, dtype=np.float32))
+    except purlin.InvalidUsage as exc:
+        return str(exc)
+    raise AssertionError("a closed communicator accepted a call")
+
+
+def lone_rank_times_out(comm):
+    """Rank 0 calls all_reduce alone; with PURLIN_TIMEOUT short it must fail, not hang."""
+    if comm.rank != 0:
+        return None
+    try:
+        comm.all_reduce(np.ones(4, dtype=np.float32))
+    except purlin.PurlinError as exc:
+        return type(exc).__name__, str(exc), exc.code
+    raise AssertionError("a lone all_reduce completed")
+
