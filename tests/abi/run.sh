@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tests/abi/run.sh LIB: checks libpurlin.so against NCCL's ABI.
+#  - abi.c compiled against NCCL's own nccl.h (fetched from PyPI into build/nccl)
+#    and linked with LIB: enum values, sizes, version, strings, ncclConfig_t;
+#  - every name of nccl-symbols.txt exported, with its pnccl twin;
+#  - `nm -D --defined-only` lists only purlin*, nccl* and pnccl* names;
+#  - the newest GLIBC symbol version LIB needs is <= 2.34.
+# Prints PASS/FAIL lines and a closing "abi: N passed, M failed".
+set -u
+lib=$(realpath "${1:?usage: run.sh LIB}")
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=$root/build/tests
+mkdir -p "$out"
+passed=0 failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+# 1. NCCL's header, compiled and run against our library.
+if "$here/fetch-nccl.sh" "$root/build/nccl"; then
+  if gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I"$root/build/nccl" -I"$here/cuda_stub" -I"$root/include" \
+      -o "$out/abi" "$here/abi.c" -L"$(dirname "$lib")" -Wl,-rpath,"$(dirname "$lib")" -l:"$(basename "$lib")" 2>"$out/abi.log"; then
+    pass "compile-against-nccl.h"
+    log=$(PURLIN_ATOM=${PURLIN_ATOM:-host} PURLIN_TIMEOUT=${PURLIN_TIMEOUT:-10} timeout -k 5 150 "$out/abi" 2>&1)
+    rc=$?
+    echo "$log" | grep -E '^(PASS|FAIL) '
+    passed=$((passed + $(grep -c '^PASS ' <<<"$log")))
+    failed=$((failed + $(grep -c '^FAIL ' <<<"$log")))
+    [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$log" && fail "abi-run" "exited $rc: $(tail -3 <<<"$log")"
+  else
+    fail "compile-against-nccl.h" "$(head -20 "$out/abi.log")"
+  fi
+else
+  fail "fetch-nccl.h" "pip download nvidia-nccl-cu13 failed"
+fi
+
+# 2. Exported names.
+defined=$(nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
+missing=()
+while read -r name; do
+  case "$name" in ''|'#'*) continue ;; esac
+  grep -qx "$name" <<<"$defined" || missing+=("$name")
+  grep -qx "p$name" <<<"$defined" || missing+=("p$name")
+done <"$here/nccl-symbols.txt"
+if [ ${#missing[@]} -eq 0 ]; then pass "symbols-exported"; else fail "symbols-exported" "missing ${#missing[*]}: ${missing[*]}"; fi
+
+foreign=$(grep -vE '^(purlin|nccl|pnccl)' <<<"$defined" | tr '\n' ' ')
+if [ -z "$foreign" ]; then pass "only-purlin-nccl-names"; else fail "only-purlin-nccl-names" "also exports: ${foreign:0:400}"; fi
+
+# 3. glibc: the library must load on glibc 2.34 systems.
+newest=$(objdump -T "$lib" | grep -oE 'GLIBC_[0-9]+(\.[0-9]+)+' | sed 's/GLIBC_//' | sort -V | tail -1)
+if [ -n "$newest" ] && [ "$(printf '%s\n2.34\n' "$newest" | sort -V | tail -1)" = "2.34" ]; then
+  pass "glibc-max-2.34 (needs $newest)"
+else
+  fail "glibc-max-2.34" "needs GLIBC_$newest"
+fi
+
+echo "abi: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
