@@ -22,14 +22,23 @@ LIBRARY_TIMEOUT_S = "20"
 DEADLINE_S = 40.0
 
 
-def _serve(rank: int, world_size: int, uid: bytes, inbox: Any, outbox: Any, env: Dict[str, str]) -> None:
+def _serve(rank: int, world_size: int, uid: bytes, inbox: Any, outbox: Any, env: Dict[str, str],
+           gpus: str) -> None:
     os.environ.update(env)
     import importlib
 
     import purlin  # noqa: E402  (after the environment is set)
 
     try:
-        comm = purlin.Communicator(world_size, rank, purlin.UniqueId.from_bytes(uid))
+        device = None
+        if gpus:  # "torch" or "cupy": that framework owns the device; one GPU per rank
+            importlib.import_module(gpus)
+            device = rank
+            if gpus == "torch":
+                import torch
+
+                torch.cuda.set_device(rank)
+        comm = purlin.Communicator(world_size, rank, purlin.UniqueId.from_bytes(uid), device=device)
     except BaseException:
         outbox.put((rank, False, traceback.format_exc()))
         return
@@ -56,9 +65,10 @@ class ScenarioFailed(AssertionError):
 
 
 class Cluster:
-    """world_size spawned ranks sharing one host communicator."""
+    """world_size spawned ranks sharing one communicator: a host one, or with gpus="torch"
+    or "cupy" one on GPU r for rank r."""
 
-    def __init__(self, world_size: int, env: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, world_size: int, env: Optional[Dict[str, str]] = None, gpus: str = "") -> None:
         import purlin
 
         self.world_size = world_size
@@ -68,7 +78,7 @@ class Cluster:
         settings = {"PURLIN_TIMEOUT": LIBRARY_TIMEOUT_S, **(env or {})}
         uid = purlin.UniqueId.generate().bytes()
         self._processes = [
-            context.Process(target=_serve, args=(r, world_size, uid, self._inboxes[r], self._outbox, settings),
+            context.Process(target=_serve, args=(r, world_size, uid, self._inboxes[r], self._outbox, settings, gpus),
                             daemon=True)
             for r in range(world_size)
         ]
