@@ -4,10 +4,20 @@ GO      ?= go
 BUILD   := $(CURDIR)/build
 LIB     := $(BUILD)/libpurlin.so
 GOTAGS  ?=
+comma   := ,
 LDFLAGS := -s -w '-extldflags=-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libpurlin.so'
 
-.PHONY: lib test
+.PHONY: lib test nccl-so
 lib: $(LIB)
+
+# The drop-in build: the same library with SONAME libnccl.so.2, so that under
+# LD_PRELOAD the dynamic loader counts NCCL as loaded and never maps the real one.
+NCCL_SO := $(BUILD)/nccl-so/libnccl.so.2
+nccl-so: $(NCCL_SO)
+$(NCCL_SO): $(LIB)
+	@mkdir -p $(dir $@)
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags '$(GOTAGS)' -ldflags="$(subst -soname$(comma)libpurlin.so,-soname$(comma)libnccl.so.2,$(LDFLAGS))" -o $@ ./capi
+	@rm -f $(dir $@)*.h
 
 # `make test`: go vet, go test -race, make kernels, the C suites, the ABI
 # test and the Python suite; one closing line per suite, non-zero on any failure.
