@@ -1,0 +1,187 @@
+/* api.c: every public C entry point of libpurlin.so, defined once here and
+ * aliased under NCCL's names (ncclX and its profiling twin pncclX). Each
+ * refuses at once in a forked child, then calls its Go export (goX). */
+#include "capi.h"
+#include "_cgo_export.h"
+
+#define NCCL_ALIASES(name)                                                     \
+  __typeof__(purlin##name) nccl##name __attribute__((alias("purlin" #name))); \
+  __typeof__(purlin##name) pnccl##name __attribute__((alias("purlin" #name)));
+
+#define GUARD() do { if (purlinForked) return purlinInvalidUsage; } while (0)
+
+extern const char* purlinForkedText;
+
+/* ---------- version, ids, errors ---------- */
+purlinResult_t purlinGetVersion(int* version) {
+  GUARD();
+  if (version == NULL) return goNullArgument((char*)"GetVersion: version is NULL");
+  *version = PURLIN_NCCL_VERSION_CODE;
+  return purlinSuccess;
+}
+NCCL_ALIASES(GetVersion)
+
+purlinResult_t purlinGetUniqueId(purlinUniqueId* uniqueId) {
+  GUARD();
+  return goGetUniqueId((char*)uniqueId);
+}
+NCCL_ALIASES(GetUniqueId)
+
+const char* purlinGetLastError(purlinComm_t comm) {
+  if (purlinForked) return purlinForkedText;
+  return goGetLastError((uintptr_t)comm);
+}
+NCCL_ALIASES(GetLastError)
+
+purlinResult_t purlinCommGetAsyncError(purlinComm_t comm, purlinResult_t* asyncError) {
+  GUARD();
+  return goCommGetAsyncError((uintptr_t)comm, (int*)asyncError);
+}
+NCCL_ALIASES(CommGetAsyncError)
+
+/* ---------- communicators ---------- */
+purlinResult_t purlinCommInitRank(purlinComm_t* comm, int nranks, purlinUniqueId commId, int rank) {
+  GUARD();
+  return goCommInitRank((uintptr_t*)comm, nranks, commId.internal, rank, NULL);
+}
+NCCL_ALIASES(CommInitRank)
+
+purlinResult_t purlinCommInitRankConfig(purlinComm_t* comm, int nranks, purlinUniqueId commId, int rank, purlinConfig_t* config) {
+  GUARD();
+  return goCommInitRank((uintptr_t*)comm, nranks, commId.internal, rank, config);
+}
+NCCL_ALIASES(CommInitRankConfig)
+
+purlinResult_t purlinCommInitAll(purlinComm_t* comms, int ndev, const int* devlist) {
+  GUARD();
+  return goCommInitAll((uintptr_t*)comms, ndev, (int*)devlist);
+}
+NCCL_ALIASES(CommInitAll)
+
+purlinResult_t purlinCommFinalize(purlinComm_t comm) { GUARD(); return goCommFinalize((uintptr_t)comm); }
+NCCL_ALIASES(CommFinalize)
+purlinResult_t purlinCommDestroy(purlinComm_t comm) { GUARD(); return goCommDestroy((uintptr_t)comm); }
+NCCL_ALIASES(CommDestroy)
+purlinResult_t purlinCommAbort(purlinComm_t comm) { GUARD(); return goCommAbort((uintptr_t)comm); }
+NCCL_ALIASES(CommAbort)
+
+purlinResult_t purlinCommSplit(purlinComm_t comm, int color, int key, purlinComm_t* newcomm, purlinConfig_t* config) {
+  GUARD();
+  return goCommSplit((uintptr_t)comm, color, key, (uintptr_t*)newcomm, config);
+}
+NCCL_ALIASES(CommSplit)
+
+purlinResult_t purlinCommShrink(purlinComm_t comm, int* excludeRanksList, int excludeRanksCount, purlinComm_t* newcomm, purlinConfig_t* config, int shrinkFlags) {
+  GUARD();
+  return goCommShrink((uintptr_t)comm, excludeRanksList, excludeRanksCount, (uintptr_t*)newcomm, config, shrinkFlags);
+}
+NCCL_ALIASES(CommShrink)
+
+purlinResult_t purlinCommCount(const purlinComm_t comm, int* count) { GUARD(); return goCommQuery((uintptr_t)comm, 0, count); }
+NCCL_ALIASES(CommCount)
+purlinResult_t purlinCommCuDevice(const purlinComm_t comm, int* device) { GUARD(); return goCommQuery((uintptr_t)comm, 1, device); }
+NCCL_ALIASES(CommCuDevice)
+purlinResult_t purlinCommUserRank(const purlinComm_t comm, int* rank) { GUARD(); return goCommQuery((uintptr_t)comm, 2, rank); }
+NCCL_ALIASES(CommUserRank)
+purlinResult_t purlinCommSynchronize(purlinComm_t comm) { GUARD(); return goCommSynchronize((uintptr_t)comm); }
+
+/* ---------- host streams ---------- */
+purlinResult_t purlinHostStreamCreate(purlinStream_t* stream) { GUARD(); return goHostStream(0, (uintptr_t*)stream, 0); }
+purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream) { GUARD(); return goHostStream(1, NULL, (uintptr_t)stream); }
+purlinResult_t purlinHostStreamDestroy(purlinStream_t stream) { GUARD(); return goHostStream(2, NULL, (uintptr_t)stream); }
+
+/* ---------- reduction ops ---------- */
+purlinResult_t purlinRedOpCreatePreMulSum(purlinRedOp_t* op, void* scalar, purlinDataType_t datatype, purlinScalarResidence_t residence, purlinComm_t comm) {
+  GUARD();
+  return goRedOpCreatePreMulSum((int*)op, scalar, datatype, residence, (uintptr_t)comm);
+}
+NCCL_ALIASES(RedOpCreatePreMulSum)
+purlinResult_t purlinRedOpDestroy(purlinRedOp_t op, purlinComm_t comm) { GUARD(); return goRedOpDestroy(op, (uintptr_t)comm); }
+NCCL_ALIASES(RedOpDestroy)
+
+/* ---------- collectives ---------- */
+#define COLL(kind, send, recv, count, dt, op, root, peer, isSend) \
+  goCollective(kind, (uintptr_t)(send), (uintptr_t)(recv), count, dt, op, root, peer, isSend, (uintptr_t)comm, (uintptr_t)stream)
+
+purlinResult_t purlinAllReduce(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiAllReduce, sendbuff, recvbuff, count, datatype, op, 0, 0, 0);
+}
+NCCL_ALIASES(AllReduce)
+purlinResult_t purlinBroadcast(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiBroadcast, sendbuff, recvbuff, count, datatype, 0, root, 0, 0);
+}
+NCCL_ALIASES(Broadcast)
+purlinResult_t purlinBcast(void* buff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiBroadcast, buff, buff, count, datatype, 0, root, 0, 0);
+}
+NCCL_ALIASES(Bcast)
+purlinResult_t purlinReduce(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, int root, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiReduce, sendbuff, recvbuff, count, datatype, op, root, 0, 0);
+}
+NCCL_ALIASES(Reduce)
+purlinResult_t purlinAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiAllGather, sendbuff, recvbuff, sendcount, datatype, 0, 0, 0, 0);
+}
+NCCL_ALIASES(AllGather)
+purlinResult_t purlinReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, 0, 0);
+}
+NCCL_ALIASES(ReduceScatter)
+purlinResult_t purlinAlltoAll(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiAllToAll, sendbuff, recvbuff, count, datatype, 0, 0, 0, 0);
+}
+NCCL_ALIASES(AlltoAll)
+purlinResult_t purlinGather(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiGather, sendbuff, recvbuff, count, datatype, 0, root, 0, 0);
+}
+NCCL_ALIASES(Gather)
+purlinResult_t purlinScatter(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, int root, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiScatter, sendbuff, recvbuff, count, datatype, 0, root, 0, 0);
+}
+NCCL_ALIASES(Scatter)
+purlinResult_t purlinSend(const void* sendbuff, size_t count, purlinDataType_t datatype, int peer, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiSendRecv, sendbuff, 0, count, datatype, 0, 0, peer, 1);
+}
+NCCL_ALIASES(Send)
+purlinResult_t purlinRecv(void* recvbuff, size_t count, purlinDataType_t datatype, int peer, purlinComm_t comm, purlinStream_t stream) {
+  GUARD(); return COLL(capiSendRecv, 0, recvbuff, count, datatype, 0, 0, peer, 0);
+}
+NCCL_ALIASES(Recv)
+
+/* ---------- V collectives and collectives by layout (Purlin's own) ---------- */
+purlinResult_t purlinAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
+  GUARD();
+  return goCollectiveV(capiAllGatherV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, (size_t*)counts, (size_t*)displs, NULL, NULL, NULL, NULL, datatype, 0, (uintptr_t)comm, (uintptr_t)stream);
+}
+purlinResult_t purlinReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream) {
+  GUARD();
+  return goCollectiveV(capiReduceScatterV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, (size_t*)counts, (size_t*)displs, NULL, NULL, NULL, NULL, datatype, op, (uintptr_t)comm, (uintptr_t)stream);
+}
+purlinResult_t purlinAlltoAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff, const size_t* recvcounts, const size_t* rdispls, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
+  GUARD();
+  return goCollectiveV(capiAllToAllV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, NULL, NULL, (size_t*)sendcounts, (size_t*)sdispls, (size_t*)recvcounts, (size_t*)rdispls, datatype, 0, (uintptr_t)comm, (uintptr_t)stream);
+}
+purlinResult_t purlinCollective(const purlinCollectiveDesc_t* desc, purlinComm_t comm, purlinStream_t stream) {
+  GUARD();
+  return goCollectiveDesc((purlinCollectiveDesc_t*)desc, (uintptr_t)comm, (uintptr_t)stream);
+}
+
+/* ---------- groups ---------- */
+purlinResult_t purlinGroupStart(void) { GUARD(); return goGroup(1); }
+NCCL_ALIASES(GroupStart)
+purlinResult_t purlinGroupEnd(void) { GUARD(); return goGroup(0); }
+NCCL_ALIASES(GroupEnd)
+
+/* ---------- memory ---------- */
+purlinResult_t purlinMemAlloc(void** ptr, size_t size) { GUARD(); return goMemAlloc(ptr, size); }
+NCCL_ALIASES(MemAlloc)
+purlinResult_t purlinMemFree(void* ptr) { GUARD(); return goMemFree(ptr); }
+NCCL_ALIASES(MemFree)
+purlinResult_t purlinCommRegister(const purlinComm_t comm, void* buff, size_t size, void** handle) {
+  GUARD(); return goCommRegister((uintptr_t)comm, buff, size, (uintptr_t*)handle);
+}
+NCCL_ALIASES(CommRegister)
+purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle) {
+  GUARD(); return goCommDeregister((uintptr_t)comm, (uintptr_t)handle);
+}
+NCCL_ALIASES(CommDeregister)

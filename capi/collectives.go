@@ -1,0 +1,121 @@
+package main
+
+/*
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"purlin/comm"
+	"purlin/errs"
+	"purlin/spec"
+)
+
+// goCollective serves every NCCL-shaped collective: the C entry names the
+// collective, the rest converts. This is the hot path: no allocation.
+//
+//export goCollective
+func goCollective(coll C.int, send, recv C.uintptr_t, count C.size_t, dtype, op, root, peer, isSend C.int, h, stream C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	call := spec.Call{Coll: spec.Collective(coll), Send: uintptr(send), Recv: uintptr(recv), Count: uint64(count),
+		Type: spec.DataType(dtype), Op: spec.Op{Kind: spec.OpKind(op)}, Root: int(root), Peer: int(peer), IsSend: isSend != 0}
+	return result(c, c.Collective(&call, uintptr(stream)))
+}
+
+//export goCollectiveV
+func goCollectiveV(coll C.int, send, recv C.uintptr_t, counts, displs, sendCounts, sendDispls, recvCounts, recvDispls *C.size_t, dtype, op C.int, h, stream C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	n := c.Count()
+	call := spec.Call{Coll: spec.Collective(coll), Send: uintptr(send), Recv: uintptr(recv),
+		Type: spec.DataType(dtype), Op: spec.Op{Kind: spec.OpKind(op)},
+		Counts: vector(counts, n), Displs: vector(displs, n),
+		SendCounts: vector(sendCounts, n), SendDispls: vector(sendDispls, n),
+		RecvCounts: vector(recvCounts, n), RecvDispls: vector(recvDispls, n)}
+	return result(c, c.Collective(&call, uintptr(stream)))
+}
+
+// vector copies n size_t values from C; NULL gives nil (Validate names it).
+func vector(p *C.size_t, n int) []uint64 {
+	if p == nil {
+		return nil
+	}
+	out := make([]uint64, n)
+	for i, v := range unsafe.Slice(p, n) {
+		out[i] = uint64(v)
+	}
+	return out
+}
+
+// goCollectiveDesc runs a collective named only by its layouts.
+//
+//export goCollectiveDesc
+func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if d == nil {
+		return result(c, nullArg("Collective: desc"))
+	}
+	layout := func(l C.purlinLayout_t) spec.Layout {
+		return spec.Layout{Shape: spec.Shape(l.shape), V: l.varying != 0, Rooted: l.rooted != 0}
+	}
+	coll, err := spec.FromLayouts(spec.Consume(d.consume), layout(d.in), layout(d.out))
+	if err != nil {
+		return result(c, errs.New(errs.ErrInvalidArgument, "Collective: %v", err))
+	}
+	n := c.Count()
+	call := spec.Call{Coll: coll, Send: uintptr(unsafe.Pointer(d.sendbuff)), Recv: uintptr(d.recvbuff), Count: uint64(d.count),
+		Type: spec.DataType(d.datatype), Op: spec.Op{Kind: spec.OpKind(d.op)}, Root: int(d.root),
+		Counts: vector(d.counts, n), Displs: vector(d.displs, n),
+		SendCounts: vector(d.sendcounts, n), SendDispls: vector(d.sdispls, n),
+		RecvCounts: vector(d.recvcounts, n), RecvDispls: vector(d.rdispls, n)}
+	return result(c, c.Collective(&call, uintptr(stream)))
+}
+
+//export goGroup
+func goGroup(start C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	if start != 0 {
+		return result(nil, comm.GroupStart())
+	}
+	return result(nil, comm.GroupEnd())
+}
+
+//export goRedOpCreatePreMulSum
+func goRedOpCreatePreMulSum(out *C.int, scalar unsafe.Pointer, dtype, residence C.int, h C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if out == nil {
+		return result(c, nullArg("RedOpCreatePreMulSum: op"))
+	}
+	op, err := c.RedOpCreatePreMulSum(scalar, spec.DataType(dtype), int(residence))
+	if err == nil {
+		*out = C.int(op)
+	}
+	return result(c, err)
+}
+
+//export goRedOpDestroy
+func goRedOpDestroy(op C.int, h C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	return result(c, c.RedOpDestroy(int32(op)))
+}

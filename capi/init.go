@@ -1,0 +1,240 @@
+package main
+
+/*
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"purlin/atom/host"
+	"purlin/comm"
+	"purlin/config"
+	"purlin/errs"
+)
+
+//export goGetUniqueId
+func goGetUniqueId(out *C.char) (res C.purlinResult_t) {
+	defer recovered(&res)
+	if out == nil {
+		return result(nil, nullArg("GetUniqueId: uniqueId"))
+	}
+	id, err := comm.GetUniqueID()
+	if err != nil {
+		return result(nil, err)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), comm.UniqueIDBytes), id[:])
+	return C.purlinSuccess
+}
+
+//export goCommInitRank
+func goCommInitRank(out *C.uintptr_t, nranks C.int, idBytes *C.char, rank C.int, cfg *C.purlinConfig_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	if out == nil {
+		return result(nil, nullArg("CommInitRank: comm"))
+	}
+	conf, err := readConfig(cfg)
+	if err != nil {
+		return result(nil, err)
+	}
+	var id comm.UniqueID
+	copy(id[:], unsafe.Slice((*byte)(unsafe.Pointer(idBytes)), comm.UniqueIDBytes))
+	c, err := comm.InitRank(int(nranks), id, int(rank), conf, currentDevice(int(rank)))
+	*out = 0
+	if c != nil {
+		*out = C.uintptr_t(c.Handle())
+	}
+	return result(c, err)
+}
+
+//export goCommInitAll
+func goCommInitAll(out *C.uintptr_t, ndev C.int, devlist *C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	if out == nil {
+		return result(nil, nullArg("CommInitAll: comms"))
+	}
+	var devs []int
+	if devlist != nil && ndev > 0 {
+		for _, d := range unsafe.Slice((*C.int)(devlist), int(ndev)) {
+			devs = append(devs, int(d))
+		}
+	}
+	comms, err := comm.InitAll(int(ndev), devs)
+	if err != nil {
+		return result(nil, err)
+	}
+	handles := unsafe.Slice(out, len(comms))
+	for i, c := range comms {
+		handles[i] = C.uintptr_t(c.Handle())
+	}
+	return C.purlinSuccess
+}
+
+// currentDevice is the device a new communicator uses: the CUDA Atom will
+// ask the driver for the calling thread's current device; the host Atom
+// has none and reports the rank.
+func currentDevice(rank int) int { return rank }
+
+//export goCommFinalize
+func goCommFinalize(h C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	return result(c, c.Finalize())
+}
+
+//export goCommDestroy
+func goCommDestroy(h C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	if h == 0 {
+		return C.purlinSuccess // NCCL accepts destroying NULL
+	}
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	return result(nil, c.Destroy())
+}
+
+//export goCommAbort
+func goCommAbort(h C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	if h == 0 {
+		return C.purlinSuccess
+	}
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	return result(nil, c.Abort())
+}
+
+//export goCommSplit
+func goCommSplit(h C.uintptr_t, color, key C.int, out *C.uintptr_t, cfg *C.purlinConfig_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if out == nil {
+		return result(c, nullArg("CommSplit: newcomm"))
+	}
+	conf, err := optionalConfig(cfg)
+	if err != nil {
+		return result(c, err)
+	}
+	child, err := c.Split(int(color), int(key), conf)
+	*out = 0
+	if child != nil {
+		*out = C.uintptr_t(child.Handle())
+	}
+	return result(c, err)
+}
+
+//export goCommShrink
+func goCommShrink(h C.uintptr_t, exclude *C.int, n C.int, out *C.uintptr_t, cfg *C.purlinConfig_t, flags C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if out == nil {
+		return result(c, nullArg("CommShrink: newcomm"))
+	}
+	if n < 0 || (n > 0 && exclude == nil) {
+		return result(c, errs.New(errs.ErrInvalidArgument, "CommShrink: %d excluded ranks at %p", int(n), exclude))
+	}
+	var list []int
+	if n > 0 {
+		for _, r := range unsafe.Slice(exclude, int(n)) {
+			list = append(list, int(r))
+		}
+	}
+	conf, err := optionalConfig(cfg)
+	if err != nil {
+		return result(c, err)
+	}
+	child, err := c.Shrink(list, conf, int(flags))
+	*out = 0
+	if child != nil {
+		*out = C.uintptr_t(child.Handle())
+	}
+	return result(c, err)
+}
+
+//export goCommQuery
+func goCommQuery(h C.uintptr_t, what C.int, out *C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if out == nil {
+		return result(c, nullArg("CommCount/CuDevice/UserRank: output"))
+	}
+	switch what {
+	case 0:
+		*out = C.int(c.Count())
+	case 1:
+		*out = C.int(c.Device())
+	default:
+		*out = C.int(c.Rank())
+	}
+	return C.purlinSuccess
+}
+
+//export goCommGetAsyncError
+func goCommGetAsyncError(h C.uintptr_t, out *C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if out == nil {
+		return result(c, nullArg("CommGetAsyncError: asyncError"))
+	}
+	async := c.AsyncError()
+	if async != nil && errs.CodeOf(async) != errs.InProgress {
+		comm.NoteError(c, async)
+	}
+	*out = C.int(results[errs.CodeOf(async)])
+	return C.purlinSuccess
+}
+
+//export goCommSynchronize
+func goCommSynchronize(h C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	return result(c, c.Synchronize())
+}
+
+// goHostStream: what 0 creates, 1 synchronizes, 2 destroys a host stream.
+//
+//export goHostStream
+func goHostStream(what C.int, out *C.uintptr_t, s C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	switch what {
+	case 0:
+		if out == nil {
+			return result(nil, nullArg("HostStreamCreate: stream"))
+		}
+		*out = C.uintptr_t(host.NewStream())
+		return C.purlinSuccess
+	case 1:
+		return result(nil, host.SynchronizeStream(uintptr(s)))
+	default:
+		return result(nil, host.DestroyStream(uintptr(s)))
+	}
+}
+
+//export goResetDebugInit
+func goResetDebugInit() {
+	defer func() { recover() }()
+	config.Reload()
+}

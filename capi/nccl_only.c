@@ -1,0 +1,101 @@
+/* nccl_only.c: NCCL functions with no purlin* counterpart. The ones Purlin
+ * does not implement return ncclInvalidUsage and leave "<name> is not
+ * supported by Purlin yet" for ncclGetLastError; those that return a value
+ * other than ncclResult_t return an empty one of the right type and size.
+ * Arguments of unimplemented functions are never read, so their prototypes
+ * only need NCCL's return types. */
+#include "capi.h"
+#include "_cgo_export.h"
+
+#define GUARD() do { if (purlinForked) return purlinInvalidUsage; } while (0)
+
+#define NCCL_ONLY(name)                                                   \
+  __typeof__(capi_##name) nccl##name __attribute__((alias("capi_" #name))); \
+  __typeof__(capi_##name) pnccl##name __attribute__((alias("capi_" #name)));
+
+/* An unimplemented function returning ncclResult_t, whatever its arguments. */
+#define UNSUPPORTED(name)                                             \
+  static purlinResult_t capi_##name() {                              \
+    GUARD();                                                          \
+    return goUnsupported((char*)"nccl" #name);                        \
+  }                                                                   \
+  NCCL_ONLY(name)
+
+/* ---------- implemented ---------- */
+static purlinResult_t capi_CommInitRankScalable(purlinComm_t* comm, int nranks, int myrank, int nId, purlinUniqueId* commIds, purlinConfig_t* config) {
+  GUARD();
+  if (nId != 1) return goUnsupported((char*)"ncclCommInitRankScalable with several unique ids");
+  if (commIds == NULL) return goNullArgument((char*)"ncclCommInitRankScalable: commIds is NULL");
+  return goCommInitRank((uintptr_t*)comm, nranks, commIds[0].internal, myrank, config);
+}
+NCCL_ONLY(CommInitRankScalable)
+
+static purlinResult_t capi_CommWindowRegister(purlinComm_t comm, void* buff, size_t size, void** win, int winFlags) {
+  GUARD();
+  return goCommWindowRegister((uintptr_t)comm, buff, size, win, winFlags);
+}
+NCCL_ONLY(CommWindowRegister)
+
+static purlinResult_t capi_CommWindowDeregister(purlinComm_t comm, void* win) {
+  GUARD();
+  return goCommWindowRegister((uintptr_t)comm, win, 0, NULL, -1);
+}
+NCCL_ONLY(CommWindowDeregister)
+
+/* Debug settings are reread from the environment (PURLIN_DEBUG, ...). */
+static void capi_ResetDebugInit(void) {
+  if (!purlinForked) goResetDebugInit();
+}
+NCCL_ONLY(ResetDebugInit)
+static void capi_ResetDebugInitInternal(void) { capi_ResetDebugInit(); }
+NCCL_ONLY(ResetDebugInitInternal)
+
+/* ---------- not implemented yet ---------- */
+UNSUPPORTED(GroupSimulateEnd)
+UNSUPPORTED(CommRevoke)
+UNSUPPORTED(CommGetUniqueId)
+UNSUPPORTED(CommGrow)
+UNSUPPORTED(CommSuspend)
+UNSUPPORTED(CommResume)
+UNSUPPORTED(CommMemStats)
+UNSUPPORTED(WinGetUserPtr)
+UNSUPPORTED(PutSignal)
+UNSUPPORTED(Signal)
+UNSUPPORTED(WaitSignal)
+UNSUPPORTED(CommQueryProperties)
+UNSUPPORTED(DevCommCreate)
+UNSUPPORTED(DevCommDestroy)
+UNSUPPORTED(GetLsaDevicePointer)
+UNSUPPORTED(GetLsaMultimemDevicePointer)
+UNSUPPORTED(GetMultimemDevicePointer)
+UNSUPPORTED(GetPeerDevicePointer)
+UNSUPPORTED(LsaBarrierCreateRequirement)
+UNSUPPORTED(GinBarrierCreateRequirement)
+UNSUPPORTED(LLA2ACreateRequirement)
+
+/* ncclTeam_t ncclTeamX(ncclComm_t): a zeroed team (12 bytes, in registers). */
+#define UNSUPPORTED_TEAM(name)                                        \
+  static capiTeam capi_##name(purlinComm_t comm) {                    \
+    capiTeam none = {0, 0, 0};                                        \
+    (void)comm;                                                       \
+    if (!purlinForked) goUnsupported((char*)"nccl" #name);            \
+    return none;                                                      \
+  }                                                                   \
+  NCCL_ONLY(name)
+
+UNSUPPORTED_TEAM(TeamWorld)
+UNSUPPORTED_TEAM(TeamLsa)
+UNSUPPORTED_TEAM(TeamRail)
+
+/* int ncclTeamRankToX(ncclComm_t, ncclTeam_t, int) and
+ * int ncclLLA2ACalcSlots(int, int): -1, never a valid rank or count. */
+#define UNSUPPORTED_INT(name)                                         \
+  static int capi_##name() {                                          \
+    if (!purlinForked) goUnsupported((char*)"nccl" #name);            \
+    return -1;                                                        \
+  }                                                                   \
+  NCCL_ONLY(name)
+
+UNSUPPORTED_INT(TeamRankToLsa)
+UNSUPPORTED_INT(TeamRankToWorld)
+UNSUPPORTED_INT(LLA2ACalcSlots)

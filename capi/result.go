@@ -1,0 +1,74 @@
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../include
+#include "capi.h"
+*/
+import "C"
+
+import (
+
+	"runtime/debug"
+
+	"purlin/comm"
+	"purlin/config"
+	"purlin/errs"
+)
+
+// results is the one table from Purlin's error codes to C result codes.
+var results = map[errs.Code]C.purlinResult_t{
+	errs.Success:            C.purlinSuccess,
+	errs.UnhandledCudaError: C.purlinUnhandledCudaError,
+	errs.SystemError:        C.purlinSystemError,
+	errs.InternalError:      C.purlinInternalError,
+	errs.InvalidArgument:    C.purlinInvalidArgument,
+	errs.InvalidUsage:       C.purlinInvalidUsage,
+	errs.RemoteError:        C.purlinRemoteError,
+	errs.InProgress:         C.purlinInProgress,
+	errs.Timeout:            C.purlinTimeout,
+}
+
+// result maps err to a C result and records its text as the last error of
+// the calling thread and of c (which may be nil). In-progress is a state,
+// not a failure: it is not recorded.
+func result(c *comm.Comm, err error) C.purlinResult_t {
+	if err == nil {
+		return C.purlinSuccess
+	}
+	code := errs.CodeOf(err)
+	if code != errs.InProgress {
+		comm.NoteError(c, err)
+		config.Warnf("%v", err)
+	}
+	if r, ok := results[code]; ok {
+		return r
+	}
+	return C.purlinInternalError
+}
+
+// recovered turns a panic in an export into an internal error; use as
+// `defer recovered(&res)` in every export.
+func recovered(res *C.purlinResult_t) {
+	if p := recover(); p != nil {
+		err := errs.New(errs.ErrInternal, "panic: %v\n%s", p, debug.Stack())
+		*res = result(nil, err)
+	}
+}
+
+// lookup returns the communicator of handle h.
+func lookup(h C.uintptr_t) (*comm.Comm, error) { return comm.Lookup(uintptr(h)) }
+
+//export goNullArgument
+func goNullArgument(what *C.char) (res C.purlinResult_t) {
+	defer recovered(&res)
+	return result(nil, errs.New(errs.ErrInvalidArgument, "%s", C.GoString(what)))
+}
+
+//export goUnsupported
+func goUnsupported(name *C.char) (res C.purlinResult_t) {
+	defer recovered(&res)
+	return result(nil, errs.New(errs.ErrUnsupported, "%s is not supported by Purlin yet", C.GoString(name)))
+}
+
+func nullArg(what string) error { return errs.New(errs.ErrInvalidArgument, "%s is NULL", what) }
+

@@ -1,0 +1,272 @@
+package comm
+
+import (
+	"encoding/binary"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"purlin/errs"
+)
+
+// bootstrap is one rank's connection to its communicator's rendezvous. It
+// implements atom.Exchange: AllGather travels through the rendezvous over
+// TCP; AllGatherFD through the ranks' mailboxes. The connection stays open
+// for the communicator's life; when it drops without this rank saying bye,
+// or the rendezvous says another rank dropped, onDrop runs once (comm
+// aborts the rank's datapath then, so waits end before the timeout).
+type bootstrap struct {
+	rank, nranks int
+	magic        uint64
+	peers        []PeerInfo // immutable after connect
+	timeout      time.Duration
+	conn         net.Conn
+	mail         *mailbox
+
+	wmu     sync.Mutex    // serialises writes to conn
+	gmu     sync.Mutex    // one AllGather or AllGatherFD at a time
+	gathers chan []byte   // gather replies, read by AllGather
+	done    chan struct{} // closed when the reader goroutine exits
+	fdRound uint64        // guarded by gmu
+
+	leaving atomic.Bool // bye sent: a closed connection is expected
+	aborted atomic.Bool
+	dropErr atomic.Pointer[error]
+	onDrop  atomic.Pointer[func(error)]
+}
+
+// connect joins the rendezvous id names as rank of nranks and returns once
+// every rank arrived (bounded by timeout).
+// Closing cancel ends the wait early with ErrAborted.
+func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, cancel <-chan struct{}) (*bootstrap, error) {
+	addr, magic, err := id.decode()
+	if err != nil {
+		return nil, err
+	}
+	if nranks < 1 || rank < 0 || rank >= nranks {
+		return nil, errs.New(errs.ErrInvalidArgument, "CommInitRank: rank %d is not a rank of %d", rank, nranks)
+	}
+	deadline := deadlineFrom(timeout)
+	mail, err := openMailbox(magic, rank)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.DialTimeout("tcp", addr.String(), time.Until(deadline))
+	if err != nil {
+		mail.close()
+		return nil, errs.New(errs.ErrSystem, "CommInitRank rank %d: connect to the rendezvous %v: %v", rank, addr, err)
+	}
+	host, _ := os.Hostname()
+	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host, Magic: magic}
+	b := &bootstrap{rank: rank, nranks: nranks, magic: magic, timeout: timeout, conn: conn, mail: mail,
+		gathers: make(chan []byte, 1), done: make(chan struct{})}
+	helloDone := make(chan struct{})
+	go func() {
+		select {
+		case <-cancel:
+			b.aborted.Store(true)
+			conn.Close()
+		case <-helloDone:
+		}
+	}()
+	err = b.hello(me, deadline)
+	close(helloDone)
+	if err == nil && b.aborted.Load() {
+		err = errs.New(errs.ErrAborted, "CommInitRank rank %d: aborted", rank)
+	}
+	if err != nil {
+		conn.Close()
+		mail.close()
+		if b.aborted.Load() {
+			err = errs.New(errs.ErrAborted, "CommInitRank rank %d of %d: aborted while waiting for the other ranks", rank, nranks)
+		}
+		return nil, err
+	}
+	go b.read()
+	return b, nil
+}
+
+func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
+	b.conn.SetDeadline(deadline)
+	defer b.conn.SetDeadline(time.Time{})
+	if err := writeFrame(b.conn, frameHello, me.encode()); err != nil {
+		return errs.New(errs.ErrSystem, "CommInitRank rank %d: send hello: %v", b.rank, err)
+	}
+	kind, payload, err := readFrame(b.conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return errs.New(errs.ErrTimeout, "CommInitRank rank %d of %d: not every rank arrived at the rendezvous within the timeout", b.rank, b.nranks)
+	}
+	if err != nil {
+		return errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous closed the connection: %v", b.rank, err)
+	}
+	switch kind {
+	case frameReject:
+		return errs.New(errs.ErrInvalidUsage, "CommInitRank rank %d refused: %s", b.rank, payload)
+	case frameTable:
+	default:
+		return errs.New(errs.ErrRemote, "CommInitRank rank %d: unexpected frame %d from the rendezvous", b.rank, kind)
+	}
+	for range b.nranks {
+		var p PeerInfo
+		if p, payload, err = decodePeer(payload); err != nil {
+			return err
+		}
+		b.peers = append(b.peers, p)
+	}
+	return nil
+}
+
+// read delivers gather replies and turns a lost connection into onDrop.
+func (b *bootstrap) read() {
+	defer close(b.done)
+	for {
+		kind, payload, err := readFrame(b.conn)
+		if err != nil {
+			if !b.leaving.Load() {
+				b.fail(errs.New(errs.ErrRemote, "rank %d lost its bootstrap connection (the rendezvous process exited?): %v", b.rank, err))
+			}
+			return
+		}
+		switch kind {
+		case frameGather:
+			b.gathers <- payload
+		case frameDropped:
+			who := -1
+			if len(payload) >= 4 {
+				who = int(int32(binary.LittleEndian.Uint32(payload)))
+			}
+			b.fail(errs.New(errs.ErrRemote, "rank %d's process exited or aborted its communicator (seen by rank %d)", who, b.rank))
+			return
+		}
+	}
+}
+
+func (b *bootstrap) fail(err error) {
+	if b.dropErr.CompareAndSwap(nil, &err) {
+		if f := b.onDrop.Load(); f != nil {
+			(*f)(err)
+		}
+	}
+}
+
+// failure returns why the bootstrap is unusable, or nil.
+func (b *bootstrap) failure() error {
+	if e := b.dropErr.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (b *bootstrap) Rank() int   { return b.rank }
+func (b *bootstrap) NRanks() int { return b.nranks }
+
+// AllGather sends mine to every rank through the rendezvous and returns all
+// ranks' values in rank order.
+func (b *bootstrap) AllGather(mine []byte) ([][]byte, error) {
+	b.gmu.Lock()
+	defer b.gmu.Unlock()
+	if err := b.failure(); err != nil {
+		return nil, err
+	}
+	b.wmu.Lock()
+	err := writeFrame(b.conn, frameGather, mine)
+	b.wmu.Unlock()
+	if err != nil {
+		return nil, errs.New(errs.ErrRemote, "bootstrap AllGather rank %d: send: %v", b.rank, err)
+	}
+	timer := time.NewTimer(time.Until(deadlineFrom(b.timeout)))
+	defer timer.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case reply := <-b.gathers:
+			return decodeValues(reply, b.nranks)
+		case <-b.done:
+			if err := b.failure(); err != nil {
+				return nil, err
+			}
+			return nil, errs.New(errs.ErrInvalidUsage, "bootstrap AllGather rank %d: the communicator was closed", b.rank)
+		case <-timer.C:
+			return nil, errs.New(errs.ErrTimeout, "bootstrap AllGather rank %d of %d: not every rank joined within the timeout", b.rank, b.nranks)
+		case <-tick.C:
+			if b.aborted.Load() {
+				return nil, errs.New(errs.ErrAborted, "bootstrap AllGather rank %d: aborted", b.rank)
+			}
+		}
+	}
+}
+
+// AllGatherFD sends fd to every rank's mailbox and returns every rank's fd
+// in rank order, each a new descriptor the caller owns (its own is a dup).
+func (b *bootstrap) AllGatherFD(fd int) ([]int, error) {
+	b.gmu.Lock()
+	defer b.gmu.Unlock()
+	if err := b.failure(); err != nil {
+		return nil, err
+	}
+	round := b.fdRound
+	b.fdRound++
+	deadline := deadlineFrom(b.timeout)
+	for p := range b.nranks {
+		if p != b.rank {
+			if err := b.mail.send(p, mailFD, round, nil, fd, deadline, &b.aborted); err != nil {
+				return nil, err
+			}
+		}
+	}
+	fds := make([]int, b.nranks)
+	for i := range fds {
+		fds[i] = -1
+	}
+	var err error
+	for p := range b.nranks {
+		if p == b.rank {
+			fds[p], err = unix.Dup(fd)
+			if err != nil {
+				err = errs.New(errs.ErrSystem, "bootstrap AllGatherFD rank %d: dup: %v", b.rank, err)
+			}
+		} else {
+			var got int
+			_, got, err = b.mail.recv(mailFD, p, round, deadline, &b.aborted)
+			if err == nil && got < 0 {
+				err = errs.New(errs.ErrRemote, "bootstrap AllGatherFD rank %d: rank %d sent no descriptor", b.rank, p)
+			}
+			fds[p] = got
+		}
+		if err == nil {
+			err = b.failure()
+		}
+		if err != nil {
+			for _, f := range fds {
+				if f >= 0 {
+					unix.Close(f)
+				}
+			}
+			return nil, err
+		}
+	}
+	return fds, nil
+}
+
+// abort makes every bootstrap wait of this rank end with ErrAborted.
+func (b *bootstrap) abort() { b.aborted.Store(true) }
+
+// close leaves the rendezvous; with bye, the other ranks are not told that
+// this rank failed (Destroy); without it, they are (Abort).
+func (b *bootstrap) close(bye bool) {
+	b.leaving.Store(true)
+	if bye {
+		b.wmu.Lock()
+		b.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		writeFrame(b.conn, frameBye, nil)
+		b.wmu.Unlock()
+	}
+	b.conn.Close()
+	<-b.done
+	b.mail.close()
+}

@@ -1,0 +1,112 @@
+package comm
+
+import (
+	"sync"
+
+	"purlin/atom"
+	"purlin/errs"
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// Collective issues call on c, to run on stream (0: the communicator's own
+// queue on the host Atom). The caller fills Coll, buffers, counts, Type,
+// Root/Peer/IsSend and Op; Rank and NRanks come from c. Outside a group it
+// validates, gets the Plan from the cache and launches it, never waiting
+// for a peer; inside a group the call is validated and queued for GroupEnd.
+// call is not retained.
+func (c *Comm) Collective(call *spec.Call, stream uintptr) error {
+	if err := c.usableForCall(call); err != nil {
+		return err
+	}
+	call.Rank, call.NRanks = c.rank, c.nranks
+	if call.Coll.Reduces() {
+		if err := c.resolveOp(&call.Op); err != nil {
+			return err
+		}
+	}
+	if err := call.Validate(); err != nil {
+		return err
+	}
+	if g := currentGroup(); g != nil {
+		g.ops = append(g.ops, groupOp{c: c, call: cloneCall(call), stream: stream})
+		return nil
+	}
+	return c.launch(call, stream)
+}
+
+// usableForCall accepts a ready communicator, and one whose init is
+// deferred to the calling thread's group (its work is queued behind it).
+func (c *Comm) usableForCall(call *spec.Call) error {
+	if c.state.Load() == stateInit && c.deferred.Load() && c.nranks > 0 {
+		if currentGroup() != nil {
+			return nil
+		}
+	}
+	return c.usable(call.Coll.String())
+}
+
+// bufsPool holds the one-entry buffer lists Launch takes, so the hot path
+// allocates nothing (Launch does not retain them).
+var bufsPool = sync.Pool{New: func() any { return new([1]atom.Buffers) }}
+
+func (c *Comm) launch(call *spec.Call, stream uintptr) error {
+	if err := c.usable(call.Coll.String()); err != nil {
+		return err
+	}
+	plan, err := c.plans.get(call)
+	if err != nil {
+		return err
+	}
+	bufs := bufsPool.Get().(*[1]atom.Buffers)
+	bufs[0] = atom.Buffers{Send: call.Send, Recv: call.Recv}
+	err = c.dp.Launch(plan, bufs[:], stream)
+	bufsPool.Put(bufs)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// launchMerged builds the Plans of a group's point-to-point operations,
+// merges them into one (buffer i is operation i's) and launches it on the
+// first operation's stream.
+func (c *Comm) launchMerged(ops []groupOp) error {
+	if err := c.usable("Send/Recv"); err != nil {
+		return err
+	}
+	if len(ops) == 1 {
+		return c.launch(&ops[0].call, ops[0].stream)
+	}
+	plans := make([]*snac.Plan, len(ops))
+	bufs := make([]atom.Buffers, len(ops))
+	for i := range ops {
+		p, err := c.plans.get(&ops[i].call)
+		if err != nil {
+			return err
+		}
+		plans[i] = p
+		bufs[i] = atom.Buffers{Send: ops[i].call.Send, Recv: ops[i].call.Recv}
+	}
+	merged, err := snac.Merge(plans...)
+	if err != nil {
+		return errs.New(errs.ErrInternal, "GroupEnd: merging %d point-to-point operations of rank %d: %v", len(ops), c.rank, err)
+	}
+	return c.dp.Launch(merged, bufs, ops[0].stream)
+}
+
+// cloneCall copies call with its own vectors: a queued call must not alias
+// the caller's memory (C arrays, reused Go slices).
+func cloneCall(call *spec.Call) spec.Call {
+	cp := *call
+	clone := func(v []uint64) []uint64 {
+		if v == nil {
+			return nil
+		}
+		return append([]uint64(nil), v...)
+	}
+	cp.Counts, cp.Displs = clone(call.Counts), clone(call.Displs)
+	cp.SendCounts, cp.SendDispls = clone(call.SendCounts), clone(call.SendDispls)
+	cp.RecvCounts, cp.RecvDispls = clone(call.RecvCounts), clone(call.RecvDispls)
+	return cp
+}

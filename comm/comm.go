@@ -1,0 +1,201 @@
+package comm
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"purlin/atom"
+	"purlin/config"
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// Config is a communicator's settings (ncclConfig_t's fields that Purlin
+// honours, plus topology overrides). The zero value is not the default:
+// start from DefaultConfig.
+type Config struct {
+	// Blocking: when false, init returns errs.ErrInProgress at once and
+	// finishes in the background; AsyncError reports its outcome.
+	Blocking bool
+	// Timeout bounds every wait of the communicator; 0 means PURLIN_TIMEOUT.
+	Timeout time.Duration
+	// Topology overrides; 0 means the Atom's default. Every rank must pass
+	// the same values (tests use small ones to reach every SNAC regime).
+	Workers   int
+	StageHalf uint64
+	P2PHalf   uint64
+	PacketMax uint64
+	ChunkMax  uint64
+}
+
+// DefaultConfig is NCCL's default: blocking, settings from PURLIN_*.
+func DefaultConfig() Config { return Config{Blocking: true} }
+
+func (cfg Config) timeout() time.Duration {
+	if cfg.Timeout > 0 {
+		return cfg.Timeout
+	}
+	return config.Get().Timeout
+}
+
+// Life cycle of a communicator.
+const (
+	stateInit      int32 = iota // init deferred to GroupEnd or running in the background
+	stateReady                  // usable
+	stateFailed                 // init failed: only Destroy/Abort are legal
+	stateFinalized              // Finalize done: only Destroy/Abort are legal
+	stateDestroyed              // freed; the handle is dead
+)
+
+// Comm is one rank's communicator. All methods are safe from any
+// goroutine; collectives on one Comm must be issued in the same order on
+// every rank, as with NCCL. A Comm must not be copied.
+type Comm struct {
+	handle uintptr // registry handle; never 0
+	cfg    Config
+	device int
+	rank   int // fixed at creation, except for Split placeholders (set before ready)
+	nranks int
+
+	state    atomic.Int32
+	initDone chan struct{} // closed when init finished, well or not
+	initErr  error         // set before initDone is closed
+	cancel   chan struct{} // closed by Abort: ends an init still waiting for peers
+	deferred atomic.Bool   // init waits for GroupEnd
+
+	// Set by init, immutable afterwards.
+	boot     *bootstrap
+	dp       atom.Rank
+	atomName string
+	topo     snac.Topology
+	plans    *planner
+	id       UniqueID
+
+	asyncErr atomic.Pointer[error] // first communicator-level failure (dropped peer, abort)
+	redops   redOpTable
+	lastErr  atomic.Pointer[string]
+	shrinks  atomic.Uint64 // Shrink calls so far (names each shrink's mailbox message)
+}
+
+func newComm(cfg Config, rank, nranks, device int) (*Comm, error) {
+	c := &Comm{cfg: cfg, rank: rank, nranks: nranks, device: device, initDone: make(chan struct{}), cancel: make(chan struct{})}
+	if err := register(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// init joins the rendezvous id names and sets up the datapath. It runs
+// once, synchronously, in the background, or at GroupEnd.
+func (c *Comm) init(id UniqueID) (err error) {
+	defer func() {
+		c.initErr = err
+		if err != nil {
+			c.state.Store(stateFailed)
+			c.noteAsync(err)
+		} else {
+			c.state.Store(stateReady)
+		}
+		close(c.initDone)
+	}()
+	if c.nranks > snac.MaxRanks {
+		return errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks; Purlin supports at most %d (one NVLink server)", c.nranks, snac.MaxRanks)
+	}
+	c.id = id
+	boot, err := connect(&id, c.rank, c.nranks, c.device, c.cfg.timeout(), c.cancel)
+	if err != nil {
+		return err
+	}
+	factory, err := selectAtom(c.device)
+	if err != nil {
+		boot.close(false)
+		return err
+	}
+	c.topo = factory.topology(c.nranks, c.rank, c.cfg)
+	dp, err := factory.newRank(c.topo, boot, atom.Options{TimeoutNanos: int64(c.cfg.timeout()), Device: c.device})
+	if err != nil {
+		boot.close(false)
+		return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, factory.name(), err)
+	}
+	c.boot, c.dp, c.atomName = boot, dp, factory.name()
+	c.plans = newPlanner(c.topo)
+	drop := func(err error) {
+		c.noteAsync(err)
+		dp.Abort()
+	}
+	boot.onDrop.Store(&drop)
+	if err := boot.failure(); err != nil { // dropped before onDrop was set
+		drop(err)
+	}
+	config.Infof("Purlin %s (NCCL %d) comm %#x rank %d of %d, device %d, %s Atom", Version, NCCLVersion, c.handle, c.rank, c.nranks, c.device, c.atomName)
+	return nil
+}
+
+// noteAsync records the communicator's first asynchronous failure.
+func (c *Comm) noteAsync(err error) {
+	c.asyncErr.CompareAndSwap(nil, &err)
+}
+
+// usable returns nil when collectives may be issued on c.
+func (c *Comm) usable(what string) error {
+	switch c.state.Load() {
+	case stateReady:
+		return nil
+	case stateInit:
+		return errs.New(errs.ErrInvalidUsage, "%s: communicator %#x has not finished its init (poll CommGetAsyncError, or end the group)", what, c.handle)
+	case stateFailed:
+		return errs.New(errs.ErrInvalidUsage, "%s: communicator %#x failed its init: %v", what, c.handle, c.initErr)
+	case stateFinalized:
+		return errs.New(errs.ErrInvalidUsage, "%s: communicator %#x was finalized", what, c.handle)
+	}
+	return errs.New(errs.ErrInvalidUsage, "%s: communicator %#x was destroyed", what, c.handle)
+}
+
+// Handle is c's registry handle: the opaque non-zero integer C sees.
+func (c *Comm) Handle() uintptr { return c.handle }
+
+// Rank is c's rank; Count its number of ranks; Device its device ordinal.
+func (c *Comm) Rank() int   { return c.rank }
+func (c *Comm) Count() int  { return c.nranks }
+func (c *Comm) Device() int { return c.device }
+
+// AtomName is the datapath serving c ("host", "cuda"); "" before init.
+func (c *Comm) AtomName() string {
+	if c.state.Load() == stateInit {
+		return ""
+	}
+	return c.atomName
+}
+
+// AsyncError reports c's state as NCCL's ncclCommGetAsyncError does: nil
+// when healthy, errs.ErrInProgress while a non-blocking init runs, else the
+// first error of the communicator or of its launched work.
+func (c *Comm) AsyncError() error {
+	switch c.state.Load() {
+	case stateInit:
+		return errs.ErrInProgress
+	case stateDestroyed:
+		return errs.New(errs.ErrInvalidUsage, "CommGetAsyncError: communicator %#x was destroyed", c.handle)
+	}
+	if e := c.asyncErr.Load(); e != nil {
+		return *e
+	}
+	if c.dp != nil {
+		if err := c.dp.AsyncError(); err != nil {
+			c.noteAsync(err)
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitInit blocks until c's init finished (bounded by its timeout) and returns its outcome.
+func (c *Comm) WaitInit() error {
+	select {
+	case <-c.initDone:
+		return c.initErr
+	case <-time.After(c.cfg.timeout() + time.Second):
+		return errs.New(errs.ErrTimeout, "communicator %#x: init did not finish within the timeout", c.handle)
+	}
+}

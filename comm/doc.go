@@ -1,0 +1,56 @@
+// Package comm holds Purlin's communicators: bootstrap, ranks, groups,
+// streams, errors and abort. It joins spec (what a call is), snac (its
+// Plan) and an Atom (the datapath); capi is a thin C skin over it.
+//
+// # Bootstrap
+//
+// GetUniqueID starts a rendezvous server (goroutines) in the calling
+// process and returns a 128-byte UniqueID naming its TCP address (loopback)
+// and a random magic. InitRank connects, sends (rank, nranks, pid, host,
+// device, magic) and receives every rank's record once all arrived, bounded
+// by the timeout; a wrong magic, a duplicate rank or a disagreeing nranks is
+// refused with a clear error. The connection stays open: it carries later
+// exchanges (Split) and tells every rank when another rank's process dies
+// or aborts, which aborts the communicator's datapath so waits end early
+// with errs.ErrRemote. Each rank also owns an abstract AF_UNIX socket named
+// from the magic and its rank, which passes file descriptors (SCM_RIGHTS)
+// for the Atoms' shared memory and Shrink's new unique id. Ranks may be
+// goroutines of one process or processes of one host.
+//
+// # Use
+//
+//	id, _ := comm.GetUniqueID()             // one rank; send id to the others
+//	c, err := comm.InitRank(n, id, rank, comm.DefaultConfig(), device)
+//	call := spec.Call{Coll: spec.AllReduce, Send: s, Recv: r, Count: k,
+//		Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}}
+//	err = c.Collective(&call, stream)       // enqueued; never waits for a peer
+//	err = c.Synchronize()                   // host Atom: wait for the work
+//	err = c.Destroy()
+//
+// # Groups
+//
+// GroupStart/GroupEnd are per OS thread and nest (see group.go). Inside a
+// group InitRank, Split and Shrink return at once and collectives are
+// queued; the outermost GroupEnd runs the inits concurrently, then launches
+// each communicator's collectives in order and its point-to-point operations
+// merged into one Plan. This is what lets one thread drive all ranks of a
+// clique (NCCL's `-g N` pattern).
+//
+// # Handles and errors
+//
+// C sees a communicator as Handle(): an opaque non-zero integer from a
+// registry, never a Go pointer; Lookup of a destroyed or unknown handle is
+// errs.ErrInvalidUsage, never a crash. Every error is built from the errs
+// sentinels and names the failing call; NoteError keeps the last one per
+// thread and per communicator for GetLastError. A communicator's
+// asynchronous error (failed work, dropped peer, abort) is AsyncError.
+//
+// # Datapaths
+//
+// atom_select.go picks the Atom per communicator from PURLIN_ATOM: the
+// host Atom today, the CUDA Atom when the build has it and a GPU is usable.
+//
+// Concurrency: every function is safe from any goroutine. Abort may be
+// called from any thread while others wait. Collectives of one
+// communicator must be issued in the same order on every rank.
+package comm

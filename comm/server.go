@@ -1,0 +1,239 @@
+package comm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"purlin/config"
+)
+
+// server is the rendezvous of one communicator. It lives in the process that
+// called GetUniqueID, as goroutines: one accepting, one reading each rank.
+//
+// Phase 1 (init): it collects one hello per rank, refusing a wrong magic, a
+// rank out of range, a duplicate rank or a disagreeing nranks, and gives
+// up when not all ranks arrived within the timeout from the first arrival.
+// Phase 2 (relay): once all arrived it sends everyone the table, then
+// answers gather rounds (a round completes when every rank sent its value)
+// and tells the others when a rank leaves without a bye.
+type server struct {
+	ln      net.Listener
+	magic   uint64
+	timeout time.Duration
+
+	mu      sync.Mutex // guards everything below
+	nranks  int        // 0 until the first valid hello
+	conns   []*serverConn
+	arrived int
+	started bool        // the table was sent
+	failed  bool        // init failed or a rank dropped: relay no more
+	queues  [][][]byte  // pending gather values per rank
+	timer   *time.Timer // init deadline
+}
+
+type serverConn struct {
+	conn  net.Conn
+	info  PeerInfo
+	wmu   sync.Mutex
+	left  bool // said bye; guarded by server.mu
+	ready bool // hello accepted; guarded by server.mu
+}
+
+func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
+	s := &server{ln: ln, magic: magic, timeout: timeout}
+	go s.accept()
+}
+
+func (s *server) accept() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // closed once every rank arrived, or on failure
+		}
+		go s.serve(&serverConn{conn: c})
+	}
+}
+
+func (sc *serverConn) send(kind byte, payload []byte) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return writeFrame(sc.conn, kind, payload)
+}
+
+func (sc *serverConn) reject(format string, args ...any) {
+	sc.send(frameReject, []byte(fmt.Sprintf(format, args...)))
+	sc.conn.Close()
+}
+
+func (s *server) serve(sc *serverConn) {
+	sc.conn.SetReadDeadline(time.Now().Add(s.timeout))
+	kind, payload, err := readFrame(sc.conn)
+	if err != nil || kind != frameHello {
+		sc.conn.Close()
+		return
+	}
+	info, _, err := decodePeer(payload)
+	if err != nil {
+		sc.reject("%v", err)
+		return
+	}
+	sc.info = info
+	if !s.admit(sc) {
+		return
+	}
+	sc.conn.SetReadDeadline(time.Time{})
+	s.relay(sc)
+}
+
+// admit registers a hello, or refuses it with a reason the rank reports.
+func (s *server) admit(sc *serverConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := sc.info
+	switch {
+	case p.Magic != s.magic:
+		sc.reject("rank %d presented magic %#x, but this rendezvous is %#x: the unique id is stale or belongs to another communicator", p.Rank, p.Magic, s.magic)
+		return false
+	case s.failed || s.started:
+		sc.reject("rank %d arrived after the rendezvous closed", p.Rank)
+		return false
+	case p.NRanks < 1:
+		sc.reject("rank %d asked for %d ranks", p.Rank, p.NRanks)
+		return false
+	case s.nranks != 0 && p.NRanks != s.nranks:
+		sc.reject("rank %d says there are %d ranks, but earlier ranks said %d", p.Rank, p.NRanks, s.nranks)
+		return false
+	case p.Rank < 0 || p.Rank >= p.NRanks:
+		sc.reject("rank %d is not a rank of %d", p.Rank, p.NRanks)
+		return false
+	}
+	if s.nranks == 0 {
+		s.nranks = p.NRanks
+		s.conns = make([]*serverConn, p.NRanks)
+		s.queues = make([][][]byte, p.NRanks)
+		s.timer = time.AfterFunc(s.timeout, s.initTimedOut)
+	}
+	if s.conns[p.Rank] != nil {
+		sc.reject("rank %d was given twice (pids %d and %d): every rank must be unique", p.Rank, s.conns[p.Rank].info.Pid, p.Pid)
+		return false
+	}
+	s.conns[p.Rank] = sc
+	sc.ready = true
+	s.arrived++
+	if s.arrived < s.nranks {
+		return true
+	}
+	s.timer.Stop()
+	s.started = true
+	s.ln.Close()
+	table := make([]byte, 0, 64*s.nranks)
+	for _, c := range s.conns {
+		table = append(table, c.info.encode()...)
+	}
+	for _, c := range s.conns {
+		c.send(frameTable, table)
+	}
+	config.Tracef("rendezvous %#x: all %d ranks arrived", s.magic, s.nranks)
+	return true
+}
+
+func (s *server) initTimedOut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return
+	}
+	s.failed = true
+	s.ln.Close()
+	var missing []int
+	for r, c := range s.conns {
+		if c == nil {
+			missing = append(missing, r)
+		}
+	}
+	for _, c := range s.conns {
+		if c != nil {
+			c.reject("only %d of %d ranks arrived within %v; missing ranks %v", s.arrived, s.nranks, s.timeout, missing)
+		}
+	}
+}
+
+// relay serves one rank after its hello until it leaves.
+func (s *server) relay(sc *serverConn) {
+	for {
+		kind, payload, err := readFrame(sc.conn)
+		if err != nil {
+			s.drop(sc)
+			return
+		}
+		switch kind {
+		case frameGather:
+			s.gather(sc.info.Rank, payload)
+		case frameBye:
+			s.mu.Lock()
+			sc.left = true
+			s.mu.Unlock()
+			sc.conn.Close()
+			return
+		default:
+			s.drop(sc)
+			return
+		}
+	}
+}
+
+// gather queues a rank's value and answers every rank once a round is full.
+func (s *server) gather(rank int, v []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed {
+		return
+	}
+	s.queues[rank] = append(s.queues[rank], v)
+	for _, q := range s.queues {
+		if len(q) == 0 {
+			return
+		}
+	}
+	round := make([][]byte, s.nranks)
+	for r := range s.queues {
+		round[r] = s.queues[r][0]
+		s.queues[r] = s.queues[r][1:]
+	}
+	reply := encodeValues(round)
+	for _, c := range s.conns {
+		if !c.left {
+			c.send(frameGather, reply)
+		}
+	}
+}
+
+// drop handles a rank whose connection ended without a bye: its process
+// died or aborted. Every other rank is told, so its waits end early.
+func (s *server) drop(sc *serverConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc.conn.Close()
+	if sc.left || s.failed || !s.started {
+		if !s.started && sc.ready {
+			// A rank that gave up during init: let another take its place.
+			s.conns[sc.info.Rank] = nil
+			s.arrived--
+		}
+		return
+	}
+	s.failed = true
+	config.Warnf("rendezvous %#x: rank %d (pid %d) left without a bye", s.magic, sc.info.Rank, sc.info.Pid)
+	var who [4]byte
+	binary.LittleEndian.PutUint32(who[:], uint32(sc.info.Rank))
+	for _, c := range s.conns {
+		if c != sc && !c.left {
+			c.send(frameDropped, who[:])
+			c.conn.Close()
+		}
+	}
+}
