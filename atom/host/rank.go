@@ -1,0 +1,178 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"purlin/atom"
+	"purlin/config"
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// Rank is one rank's host datapath, bound to its shared state and its
+// mappings of every peer's. It implements atom.Rank. Its methods are safe
+// for concurrent use.
+type Rank struct {
+	topo    snac.Topology
+	layout  layout
+	segs    []*segment // by rank; segs[topo.Rank] is this rank's own. Immutable until Close.
+	timeout time.Duration
+	stream  uintptr // the default stream (Launch's stream 0)
+
+	stop    atomic.Bool // every wait gives up: set by Abort and by the first error
+	aborted atomic.Bool
+
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when inflight drops to 0
+	inflight int        // launched Plans not finished; guarded by mu
+	asyncErr error      // the first error; guarded by mu
+	closed   bool       // guarded by mu
+}
+
+var _ atom.Rank = (*Rank)(nil)
+
+// NewRank sets up this rank's shared state and maps every rank's. All ranks
+// of ex must call it together with equal topologies (but for Rank).
+func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, error) {
+	if topo.NRanks != ex.NRanks() || topo.Rank != ex.Rank() || topo.NRanks < 1 || topo.NRanks > snac.MaxRanks {
+		return nil, errs.New(errs.ErrInvalidArgument, "host.NewRank: topology rank %d of %d, exchange rank %d of %d",
+			topo.Rank, topo.NRanks, ex.Rank(), ex.NRanks())
+	}
+	r := &Rank{topo: topo, layout: newLayout(topo), timeout: time.Duration(opts.TimeoutNanos)}
+	if r.timeout <= 0 {
+		r.timeout = config.Get().Timeout
+	}
+	r.idle = sync.NewCond(&r.mu)
+	fd, err := createSegment(topo.Rank, r.layout)
+	if err != nil {
+		return nil, fmt.Errorf("host.NewRank: %w", err)
+	}
+	defer unix.Close(fd) // the mappings keep the memory
+	fds, err := ex.AllGatherFD(fd)
+	if err != nil {
+		return nil, fmt.Errorf("host.NewRank rank %d: exchanging segments: %w", topo.Rank, err)
+	}
+	r.segs = make([]*segment, topo.NRanks)
+	for q, qfd := range fds {
+		if err == nil {
+			r.segs[q], err = mapSegment(qfd, r.layout, q)
+		}
+		unix.Close(qfd)
+	}
+	if err != nil {
+		r.unmapAll()
+		return nil, fmt.Errorf("host.NewRank rank %d: %w", topo.Rank, err)
+	}
+	r.stream = NewStream()
+	return r, nil
+}
+
+// Launch enqueues plan on stream (0: the rank's default stream) and returns
+// at once. A rank broken by an earlier error refuses with that error.
+func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) error {
+	if plan == nil || len(plan.Workers) > snac.MaxWorkers || plan.NRanks != r.topo.NRanks && len(plan.Workers) > 0 {
+		return errs.New(errs.ErrInternal, "host rank %d: Launch of an invalid plan", r.topo.Rank)
+	}
+	if stream == 0 {
+		stream = r.stream
+	}
+	s := lookupStream(stream)
+	if s == nil {
+		return errs.New(errs.ErrInvalidArgument, "host rank %d: Launch on unknown stream %d", r.topo.Rank, stream)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return errs.New(errs.ErrInvalidUsage, "host rank %d: Launch after Close", r.topo.Rank)
+	}
+	if r.asyncErr != nil {
+		err := r.asyncErr
+		r.mu.Unlock()
+		return err
+	}
+	r.inflight++
+	r.mu.Unlock()
+	s.enqueue(&job{rank: r, plan: plan, bufs: append([]atom.Buffers(nil), bufs...)})
+	return nil
+}
+
+// AsyncError returns the first error of a launched Plan, or nil.
+func (r *Rank) AsyncError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.asyncErr
+}
+
+// fail records err as the rank's first error and stops its waits.
+func (r *Rank) fail(err error) {
+	r.mu.Lock()
+	if r.asyncErr == nil {
+		r.asyncErr = err
+	}
+	r.mu.Unlock()
+	r.stop.Store(true)
+}
+
+// finished marks one launched Plan done.
+func (r *Rank) finished() {
+	r.mu.Lock()
+	r.inflight--
+	if r.inflight == 0 {
+		r.idle.Broadcast()
+	}
+	r.mu.Unlock()
+}
+
+// Synchronize waits until every Plan this rank launched, on any stream, has
+// finished, and returns the rank's first error. It is bounded by the waits
+// inside the Plans.
+func (r *Rank) Synchronize() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.inflight > 0 {
+		r.idle.Wait()
+	}
+	return r.asyncErr
+}
+
+// Abort makes every wait of this rank's running and future Plans fail with
+// errs.ErrAborted, promptly. It is safe from any goroutine.
+func (r *Rank) Abort() {
+	r.aborted.Store(true)
+	r.stop.Store(true)
+	r.fail(errs.New(errs.ErrAborted, "host rank %d: aborted", r.topo.Rank))
+}
+
+// Close waits for the rank's launched work (bounded by its waits; Abort
+// first to cut it short), then unmaps its memory and destroys its default
+// stream. Later Launches fail.
+func (r *Rank) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	for r.inflight > 0 {
+		r.idle.Wait()
+	}
+	r.mu.Unlock()
+	err := DestroyStream(r.stream)
+	return errors.Join(err, r.unmapAll())
+}
+
+func (r *Rank) unmapAll() error {
+	var all error
+	for q, s := range r.segs {
+		if err := s.unmap(); err != nil {
+			all = errors.Join(all, errs.New(errs.ErrSystem, "host rank %d: munmap segment of rank %d: %v", r.topo.Rank, q, err))
+		}
+	}
+	return all
+}

@@ -1,0 +1,123 @@
+package host
+
+import (
+	"sync"
+
+	"purlin/atom"
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// job is one launched Plan with its own copy of the caller's buffers.
+type job struct {
+	rank *Rank
+	plan *snac.Plan
+	bufs []atom.Buffers
+}
+
+// stream is an in-order queue of jobs served by one goroutine. The queue is
+// unbounded: Launch never waits.
+type stream struct {
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled on enqueue, on job completion and on destroy
+	queue   []*job     // guarded by mu
+	busy    bool       // a job is running; guarded by mu
+	failed  error      // the first error of a job on this stream; guarded by mu
+	destroy bool       // guarded by mu
+}
+
+var registry struct {
+	mu      sync.Mutex
+	next    uintptr
+	streams map[uintptr]*stream // guarded by mu
+}
+
+// NewStream creates a stream and returns its handle, a small non-zero
+// integer (never a Go pointer), valid until DestroyStream.
+func NewStream() uintptr {
+	s := &stream{}
+	s.cond = sync.NewCond(&s.mu)
+	registry.mu.Lock()
+	if registry.streams == nil {
+		registry.streams = map[uintptr]*stream{}
+	}
+	registry.next++
+	h := registry.next
+	registry.streams[h] = s
+	registry.mu.Unlock()
+	go s.serve()
+	return h
+}
+
+func lookupStream(h uintptr) *stream {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return registry.streams[h]
+}
+
+// SynchronizeStream waits until all work queued on stream h has finished
+// and returns the first error of a Plan run on it.
+func SynchronizeStream(h uintptr) error {
+	s := lookupStream(h)
+	if s == nil {
+		return errs.New(errs.ErrInvalidArgument, "host.SynchronizeStream: unknown stream %d", h)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queue) > 0 || s.busy {
+		s.cond.Wait()
+	}
+	return s.failed
+}
+
+// DestroyStream forgets stream h; work already queued still runs.
+func DestroyStream(h uintptr) error {
+	registry.mu.Lock()
+	s := registry.streams[h]
+	delete(registry.streams, h)
+	registry.mu.Unlock()
+	if s == nil {
+		return errs.New(errs.ErrInvalidArgument, "host.DestroyStream: unknown stream %d", h)
+	}
+	s.mu.Lock()
+	s.destroy = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stream) enqueue(j *job) {
+	s.mu.Lock()
+	s.queue = append(s.queue, j)
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// serve runs the jobs in order until the stream is destroyed and drained.
+func (s *stream) serve() {
+	s.mu.Lock()
+	for {
+		for len(s.queue) == 0 && !s.destroy {
+			s.cond.Wait()
+		}
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		j := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.busy = true
+		s.mu.Unlock()
+
+		err := j.rank.run(j.plan, j.bufs)
+		j.rank.finished()
+
+		s.mu.Lock()
+		if err != nil && s.failed == nil {
+			s.failed = err
+		}
+		s.busy = false
+		s.cond.Broadcast()
+	}
+}

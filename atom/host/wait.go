@@ -1,0 +1,56 @@
+package host
+
+import (
+	"runtime"
+	"time"
+
+	"purlin/errs"
+)
+
+// Backoff schedule of every wait: spin, then yield, then sleep in growing
+// steps. Many ranks' workers may share few cores, so a waiter must get off
+// the CPU soon, but the first few polls stay hot for small messages.
+const (
+	spinPolls  = 64
+	yieldPolls = 256
+	minSleep   = 1 * time.Microsecond
+	maxSleep   = 100 * time.Microsecond
+)
+
+// backoff is one wait's state; its zero value starts a wait.
+type backoff struct {
+	polls    int
+	sleep    time.Duration
+	deadline time.Time
+}
+
+// pause is called each time the awaited condition is still false. It
+// returns errs.ErrAborted once the rank is aborted (or broken by an earlier
+// error) and errs.ErrTimeout past the deadline; what describes the wait.
+func (b *backoff) pause(r *Rank, what func() string) error {
+	if r.stop.Load() {
+		if r.aborted.Load() {
+			return errs.New(errs.ErrAborted, "host rank %d: aborted while waiting for %s", r.topo.Rank, what())
+		}
+		return errs.New(errs.ErrAborted, "host rank %d: gave up waiting for %s after an earlier error", r.topo.Rank, what())
+	}
+	b.polls++
+	switch {
+	case b.polls < spinPolls:
+		return nil
+	case b.polls == spinPolls:
+		b.deadline = time.Now().Add(r.timeout)
+		return nil
+	case b.polls < yieldPolls:
+		runtime.Gosched()
+	default:
+		if b.sleep < maxSleep {
+			b.sleep = max(minSleep, b.sleep*2)
+		}
+		time.Sleep(min(b.sleep, maxSleep))
+	}
+	if time.Now().After(b.deadline) {
+		return errs.New(errs.ErrTimeout, "host rank %d: timed out after %v waiting for %s", r.topo.Rank, r.timeout, what())
+	}
+	return nil
+}
