@@ -1,0 +1,269 @@
+package comm
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"purlin/errs"
+	"purlin/spec"
+)
+
+func TestHandlesOfDestroyedComms(t *testing.T) {
+	comms := startComms(t, 1, testConfig())
+	c := comms[0]
+	h := c.Handle()
+	got, err := Lookup(h)
+	require.NoError(t, err)
+	assert.Same(t, c, got)
+	assert.Equal(t, 0, c.Rank())
+	assert.Equal(t, 1, c.Count())
+
+	require.NoError(t, c.Destroy())
+	_, err = Lookup(h)
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+	assert.Contains(t, err.Error(), "was destroyed")
+	err = c.Collective(&spec.Call{Coll: spec.AllReduce, Type: spec.Float32}, 0)
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+	assert.ErrorIs(t, c.Destroy(), errs.ErrInvalidUsage)
+
+	for _, bogus := range []uintptr{0xdeadbeef, 1 << 40, 12345 << 32} {
+		_, err = Lookup(bogus)
+		assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+		assert.Contains(t, err.Error(), "is not a Purlin communicator")
+	}
+	_, err = Lookup(0)
+	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+}
+
+func TestInvalidArgumentsLeaveCommUsable(t *testing.T) {
+	comms := startComms(t, 2, testConfig())
+	buf := newBuffer(t, 64)
+	bad := []spec.Call{
+		{Coll: spec.AllReduce, Send: 0, Recv: buf.addr(), Count: 4, Type: spec.Float32},
+		{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: 99},
+		{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: spec.Float32, Op: spec.Op{Kind: 77}},
+		{Coll: spec.Broadcast, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: spec.Float32, Root: 5},
+		{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 1 << 50, Type: spec.Float32},
+	}
+	for i := range bad {
+		err := comms[0].Collective(&bad[i], 0)
+		assert.ErrorIs(t, err, errs.ErrInvalidArgument, "call %d", i)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	runShapes(t, comms, []shape{randomShape(rng, spec.AllReduce, 2, 100)}, rng, false)
+}
+
+func TestNonBlockingInitAndAbortWhilePeerNeverArrives(t *testing.T) {
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	cfg := testConfig()
+	cfg.Blocking = false
+	c, err := InitRank(2, id, 0, cfg, 0)
+	require.ErrorIs(t, err, errs.ErrInProgress)
+	require.NotNil(t, c)
+	assert.ErrorIs(t, c.AsyncError(), errs.ErrInProgress)
+	err = c.Collective(&spec.Call{Coll: spec.AllReduce, Type: spec.Float32}, 0)
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+	start := time.Now()
+	require.NoError(t, c.Abort())
+	assert.Less(t, time.Since(start), 3*time.Second, "abort must not wait for the missing peer")
+	_, err = Lookup(c.Handle())
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+}
+
+func TestNonBlockingInitCompletes(t *testing.T) {
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	cfg := testConfig()
+	cfg.Blocking = false
+	comms := make([]*Comm, 2)
+	for r := range 2 {
+		comms[r], err = InitRank(2, id, r, cfg, r)
+		require.ErrorIs(t, err, errs.ErrInProgress)
+	}
+	t.Cleanup(func() { destroyAll(comms) })
+	deadline := time.Now().Add(10 * time.Second)
+	for _, c := range comms {
+		for c.AsyncError() != nil {
+			require.ErrorIs(t, c.AsyncError(), errs.ErrInProgress)
+			require.True(t, time.Now().Before(deadline))
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func TestInitTimeout(t *testing.T) {
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	cfg := testConfig()
+	cfg.Timeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err = InitRank(2, id, 0, cfg, 0)
+	assert.ErrorIs(t, err, errs.ErrTimeout)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A peer that disappears mid-collective turns into a remote error on the
+// others well before the timeout.
+func TestDeadPeerAbortsWaits(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeout = 30 * time.Second
+	comms := startComms(t, 2, cfg)
+	buf := newBuffer(t, 4096)
+	call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 1024, Type: spec.Float32}
+	require.NoError(t, comms[0].Collective(&call, 0)) // rank 1 never joins
+	start := time.Now()
+	comms[1].boot.conn.Close() // as if rank 1's process died
+	err := comms[0].Synchronize()
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrRemote)
+	assert.Contains(t, comms[0].LastError()+comms[0].AsyncError().Error(), "rank 1")
+}
+
+// A wait for a peer that never issues the call ends with a timeout.
+func TestCollectiveTimeout(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeout = 500 * time.Millisecond
+	comms := startComms(t, 2, cfg)
+	buf := newBuffer(t, 4096)
+	call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 1024, Type: spec.Float32}
+	require.NoError(t, comms[0].Collective(&call, 0))
+	err := comms[0].Synchronize()
+	assert.ErrorIs(t, err, errs.ErrTimeout)
+	assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrTimeout)
+}
+
+// Ranks that disagree on count or type get an error, never wrong data
+// presented as success.
+func TestMismatchedCallsAreErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		count [2]uint64
+		dtype [2]spec.DataType
+	}{
+		{"count", [2]uint64{256, 200}, [2]spec.DataType{spec.Float32, spec.Float32}},
+		{"dtype", [2]uint64{256, 256}, [2]spec.DataType{spec.Float32, spec.Int32}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Timeout = 2 * time.Second
+			comms := startComms(t, 2, cfg)
+			var wg sync.WaitGroup
+			for r := range 2 {
+				buf := newBuffer(t, 4096)
+				call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: tc.count[r], Type: tc.dtype[r]}
+				require.NoError(t, comms[r].Collective(&call, 0))
+			}
+			failed := 0
+			var mu sync.Mutex
+			for r := range 2 {
+				wg.Go(func() {
+					if comms[r].Synchronize() != nil {
+						mu.Lock()
+						failed++
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			assert.Positive(t, failed, "mismatched calls must fail on at least one rank")
+		})
+	}
+}
+
+func TestPreMulSum(t *testing.T) {
+	comms := startComms(t, 2, testConfig())
+	scalar := float32(0.5)
+	ops := make([]int32, 2)
+	for r, c := range comms {
+		op, err := c.RedOpCreatePreMulSum(unsafe.Pointer(&scalar), spec.Float32, ScalarHostImmediate)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, op, int32(spec.NumOps))
+		ops[r] = op
+	}
+	bufs := make([]cBuffer, 2)
+	for r, c := range comms {
+		bufs[r] = newBuffer(t, 16)
+		v := unsafe.Slice((*float32)(bufs[r].ptr), 4)
+		for i := range v {
+			v[i] = float32(r + 1 + i)
+		}
+		call := spec.Call{Coll: spec.AllReduce, Send: bufs[r].addr(), Recv: bufs[r].addr(), Count: 4, Type: spec.Float32, Op: spec.Op{Kind: spec.OpKind(ops[r])}}
+		require.NoError(t, c.Collective(&call, 0))
+	}
+	for r, c := range comms {
+		require.NoError(t, c.Synchronize())
+		v := unsafe.Slice((*float32)(bufs[r].ptr), 4)
+		for i := range v {
+			assert.Equal(t, 0.5*float32(1+i)+0.5*float32(2+i), v[i])
+		}
+		require.NoError(t, c.RedOpDestroy(ops[r]))
+		assert.ErrorIs(t, c.RedOpDestroy(ops[r]), errs.ErrInvalidArgument)
+		call := spec.Call{Coll: spec.AllReduce, Send: bufs[r].addr(), Recv: bufs[r].addr(), Count: 4, Type: spec.Float32, Op: spec.Op{Kind: spec.OpKind(ops[r])}}
+		assert.ErrorIs(t, c.Collective(&call, 0), errs.ErrInvalidArgument)
+	}
+}
+
+func TestMemoryAndRegistration(t *testing.T) {
+	p, err := MemAlloc(1000)
+	require.NoError(t, err)
+	assert.Zero(t, uintptr(p)%memAlign)
+	require.NoError(t, MemFree(p))
+	assert.ErrorIs(t, MemFree(p), errs.ErrInvalidArgument)
+	_, err = MemAlloc(0)
+	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+
+	c := startComms(t, 1, testConfig())[0]
+	h, err := c.Register(0x1000, 64)
+	require.NoError(t, err)
+	require.NoError(t, c.Deregister(h))
+	assert.ErrorIs(t, c.Deregister(h), errs.ErrInvalidArgument)
+	_, err = c.WindowRegister(0x1000, 64, 0)
+	assert.ErrorIs(t, err, errs.ErrUnsupported)
+	assert.Contains(t, err.Error(), "not supported")
+}
+
+func TestFinalizeThenDestroy(t *testing.T) {
+	comms := startComms(t, 2, testConfig())
+	rng := rand.New(rand.NewPCG(9, 9))
+	runShapes(t, comms, []shape{randomShape(rng, spec.AllGather, 2, 500)}, rng, false)
+	for _, c := range comms {
+		require.NoError(t, c.Finalize())
+		err := c.Collective(&spec.Call{Coll: spec.AllReduce, Type: spec.Float32}, 0)
+		assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+	}
+	for _, c := range comms {
+		require.NoError(t, c.Destroy())
+	}
+}
+
+func TestGroupsNestAndBalance(t *testing.T) {
+	onThread(func() {
+		assert.ErrorIs(t, GroupEnd(), errs.ErrInvalidUsage)
+		require.NoError(t, GroupStart())
+		require.NoError(t, GroupStart())
+		assert.NotNil(t, currentGroup())
+		require.NoError(t, GroupEnd())
+		assert.NotNil(t, currentGroup(), "the outer group is still open")
+		require.NoError(t, GroupEnd())
+		assert.Nil(t, currentGroup())
+	})
+}
+
+func TestLastErrorPerThreadAndComm(t *testing.T) {
+	c := startComms(t, 1, testConfig())[0]
+	onThread(func() {
+		err := errs.New(errs.ErrInvalidArgument, "the text")
+		NoteError(c, err)
+		assert.Equal(t, "purlin: the text", ThreadLastError())
+		assert.Equal(t, "purlin: the text", c.LastError())
+	})
+}
