@@ -98,6 +98,24 @@ typedef enum {
   ncclScalarHostImmediate = 1  /* read from host memory before the call returns */
 } ncclScalarResidence_t;
 
+/* Symmetric windows (ncclCommWindowRegister). */
+typedef struct ncclWindow_vidmem* ncclWindow_t;
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_REQUIRED_ALIGNMENT 4096
+#define NCCL_REVOKE_DEFAULT 0x00
+
+/* ncclGroupSimulateEnd's result (Purlin does not simulate: it returns ncclInvalidUsage). */
+#define NCCL_UNDEF_FLOAT -1.0f
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
+
 /* ---------- communicator configuration (NCCL 2.28 layout, 80 bytes) ---------- */
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
@@ -151,16 +169,21 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 const char* ncclGetErrorString(ncclResult_t result);
 const char* ncclGetLastError(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+/* Rereads the debug settings from the environment. */
+void ncclResetDebugInit(void);
 
 /* ---------- communicators ---------- */
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config);
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist);
+/* Purlin accepts one unique id (nId == 1). */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config);
 ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags); /* Purlin: ncclInvalidUsage */
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
@@ -187,12 +210,16 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 /* ---------- groups (per thread, nesting) ---------- */
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo); /* Purlin: ncclInvalidUsage */
 
 /* ---------- memory and registration ---------- */
 ncclResult_t ncclMemAlloc(void** ptr, size_t size);
 ncclResult_t ncclMemFree(void* ptr);
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
+/* Collective over the communicator's ranks; winFlags: NCCL_WIN_*. */
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 
 /* ---------- pnccl twins (profiling interface) ---------- */
 ncclResult_t pncclGetVersion(int* version);
@@ -230,6 +257,12 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size);
 ncclResult_t pncclMemFree(void* ptr);
 ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle);
+void pncclResetDebugInit(void);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags);
+ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 
 #ifdef __cplusplus
 }
