@@ -27,10 +27,21 @@ func Float16ToFloat32(h uint16) float32 { return float16ToFloat32[h] }
 
 // Float16FromFloat32 rounds f to binary16, ties to even; overflow gives infinity.
 func Float16FromFloat32(f float32) uint16 {
-	if f != f {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	a := b & 0x7fffffff
+	switch {
+	case a > 0x7f800000:
 		return uint16(nanFromFloat32(fmtFloat16, f))
+	case a >= 0x47800000: // >= 2^16: beyond any rounding to 65504
+		return sign | 0x7c00
+	case a >= 0x38800000: // >= 2^-14: normal; a carry may reach infinity, as it should
+		return sign | uint16(roundShift(uint64(a), 13)-(127-15)<<10)
+	case a <= 0x33000000: // <= 2^-25: rounds to zero (2^-25 is a tie, to even 0)
+		return sign
 	}
-	return uint16(fmtFloat16.encode(float64(f)))
+	// Subnormal: units of 2^-24 from the 24-bit significand.
+	return sign | uint16(roundShift(uint64(a&0x7fffff|0x800000), int(126-a>>23)))
 }
 
 // Float16FromFloat64 rounds f to binary16 with one rounding.
