@@ -1,0 +1,115 @@
+package snac
+
+import "purlin/spec"
+
+// AllReduce. Small payloads go one-shot: every rank writes its whole input
+// as packets into every peer's window and reduces all of it. Larger ones
+// run reduce-scatter then all-gather per chunk: shard q of every rank is
+// staged for rank q (FlagReady); rank q reduces its shard into its own
+// slot's segment q and announces it (FlagReduced); every rank copies the
+// reduced shards out. Each worker owns the same sub-slice of every shard.
+
+// shard returns shard q's byte range: the buffer's 16-byte units split as
+// evenly as possible among the ranks.
+func shard(length uint64, n, q int) (off, size uint64) {
+	units := ceilDiv(length, unit)
+	lo := min(units*uint64(q)/uint64(n)*unit, length)
+	hi := min(units*uint64(q+1)/uint64(n)*unit, length)
+	return lo, hi - lo
+}
+
+func (b *builder) emitAllReducePackets(c *spec.Call) {
+	length := c.Count * uint64(c.Type.Size())
+	check := callCheck(c)
+	for w := range b.g.workers {
+		lo, hi := b.g.span(length, w)
+		for q := range b.n {
+			if q != b.me {
+				b.copy(w, b.packet(b.me, q, lo), sendRef(lo), hi-lo, 1, check)
+			}
+		}
+		srcs := make([]Ref, b.n)
+		for p := range b.n {
+			srcs[p] = b.packet(p, b.me, lo)
+		}
+		srcs[b.me] = sendRef(lo)
+		b.reduce(w, recvRef(lo), srcs, hi-lo, 1, check)
+	}
+}
+
+func (b *builder) emitAllReduceStaged(c *spec.Call) {
+	length := c.Count * uint64(c.Type.Size())
+	check := callCheck(c)
+	g := b.g
+	longest := uint64(0)
+	for q := range b.n {
+		_, s := shard(length, b.n, q)
+		longest = max(longest, s)
+	}
+	ring := g.ring(longest)
+	// piece is worker w's chunk k of shard q, as buffer offsets.
+	piece := func(q, w, k int) (lo, hi uint64) {
+		off, size := shard(length, b.n, q)
+		lo, hi = g.piece(size, w, k)
+		return off + lo, off + hi
+	}
+	nonempty := func(q, w, k int) bool { lo, hi := piece(q, w, k); return lo < hi }
+	// readsFrom reports whether rank q reads anything from rank p's slot at chunk k.
+	readsFrom := func(q, p, w, k int) bool { return nonempty(q, w, k) || nonempty(p, w, k) }
+	for w := range g.workers {
+		for k := range g.chunks(longest) {
+			if k >= g.slots {
+				for q := range b.n {
+					if q != b.me && readsFrom(q, b.me, w, k-g.slots) && (nonempty(q, w, k) || nonempty(b.me, w, k)) {
+						b.wait(w, b.consumedSlot(b.me, q, w), int64(k-g.slots+1), check)
+					}
+				}
+			}
+			// Stage shard q for rank q, and tell it.
+			for q := range b.n {
+				if lo, hi := piece(q, w, k); q != b.me && lo < hi {
+					b.copy(w, b.stage(b.me, q, g.stageOff(w, k, q)), sendRef(lo), hi-lo, 0, 0)
+					b.notify(w, q, b.readySlot(FlagReady, b.me, q, w), int64(k+1), check)
+				}
+			}
+			// Reduce my shard into my own segment, announce it, keep it.
+			if lo, hi := piece(b.me, w, k); lo < hi {
+				srcs := make([]Ref, b.n)
+				for p := range b.n {
+					if p != b.me {
+						b.wait(w, b.readySlot(FlagReady, p, b.me, w), int64(k+1), check)
+						srcs[p] = b.stage(p, b.me, g.stageOff(w, k, b.me))
+					}
+				}
+				srcs[b.me] = sendRef(lo)
+				mine := b.stage(b.me, b.me, g.stageOff(w, k, b.me))
+				if b.n == 1 {
+					mine = recvRef(lo)
+				}
+				b.reduce(w, mine, srcs, hi-lo, 0, 0)
+				for q := range b.n {
+					if q != b.me {
+						b.notify(w, q, b.readySlot(FlagReduced, b.me, q, w), int64(k+1), check)
+					}
+				}
+				if b.n > 1 {
+					b.copy(w, recvRef(lo), mine, hi-lo, 0, 0)
+				}
+			}
+			// Gather the other reduced shards.
+			for p := range b.n {
+				if lo, hi := piece(p, w, k); p != b.me && lo < hi {
+					b.wait(w, b.readySlot(FlagReduced, p, b.me, w), int64(k+1), check)
+					b.copy(w, recvRef(lo), b.stage(p, b.me, g.stageOff(w, k, p)), hi-lo, 0, 0)
+				}
+			}
+			if ring {
+				for p := range b.n {
+					if p != b.me && readsFrom(b.me, p, w, k) {
+						b.notify(w, p, b.consumedSlot(p, b.me, w), int64(k+1), check)
+					}
+				}
+			}
+		}
+	}
+}

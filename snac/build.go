@@ -1,0 +1,95 @@
+package snac
+
+import (
+	"purlin/errs"
+	"purlin/spec"
+)
+
+// Build derives rank topo.Rank's Plan for call, which must have passed
+// spec's Validate and agree with topo on Rank and NRanks. The Plan depends
+// only on the call's shape (see Cache), never on its buffers.
+//
+// A call that moves no bytes on any rank gets a Plan with no workers: it
+// changes nothing on any rank, so epochs stay in step. AllToAllV cannot
+// know that the others move nothing, so its Plans always have workers.
+func Build(call *spec.Call, topo Topology) (*Plan, error) {
+	if err := topo.check(call); err != nil {
+		return nil, err
+	}
+	p, err := build(call, topo)
+	if err != nil {
+		return nil, errs.New(errs.ErrInvalidUsage, "snac: Build %s: %v", call, err)
+	}
+	p.Type, p.Op, p.NRanks = call.Type, call.Op, call.NRanks
+	return p, nil
+}
+
+func build(c *spec.Call, t Topology) (*Plan, error) {
+	if c.Coll == spec.AllReduce {
+		return buildAllReduce(c, t)
+	}
+	x, segs := exchangeOf(c)
+	if x == nil {
+		return nil, errs.New(errs.ErrUnsupported, "snac: no plan for collective %s", c.Coll)
+	}
+	longest, known := globalLongest(c)
+	if known && longest == 0 {
+		return &Plan{Regime: RegimeEmpty}, nil
+	}
+	half := t.StageHalf
+	if c.Coll == spec.SendRecv {
+		half = t.P2PHalf
+	}
+	g, err := newGeometry(t, half, longest, segs, known && longest <= t.PacketMax, !known)
+	if err != nil {
+		return nil, err
+	}
+	b := newBuilder(t, g)
+	if c.Coll == spec.SendRecv {
+		b.p2p, b.peer, b.sender = true, c.Peer, c.IsSend
+	}
+	b.writes = x.writes()
+	if k := b.chunkCount(x); k > maxChunks {
+		return nil, errs.New(errs.ErrUnsupported, "snac: %d chunks per worker (at most %d)", k, maxChunks)
+	}
+	b.emit(x)
+	return b.plan(b.regimeOf(x)), nil
+}
+
+func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
+	length := c.Count * uint64(c.Type.Size())
+	if length == 0 {
+		return &Plan{Regime: RegimeEmpty}, nil
+	}
+	if length <= t.PacketMax {
+		g, _ := newGeometry(t, t.StageHalf, length, 1, true, false)
+		b := newBuilder(t, g)
+		b.writes = c.NRanks > 1
+		b.emitAllReducePackets(c)
+		return b.plan(RegimePacket), nil
+	}
+	_, longest := shard(length, c.NRanks, 0)
+	g, err := newGeometry(t, t.StageHalf, longest, c.NRanks, false, false)
+	if err != nil {
+		return nil, err
+	}
+	b := newBuilder(t, g)
+	b.writes = c.NRanks > 1
+	b.emitAllReduceStaged(c)
+	return b.plan(g.regime(longest)), nil
+}
+
+// check rejects a topology that cannot serve call.
+func (t Topology) check(c *spec.Call) error {
+	switch {
+	case t.NRanks < 1 || t.NRanks > MaxRanks || t.Rank < 0 || t.Rank >= t.NRanks:
+		return errs.New(errs.ErrInvalidUsage, "snac: topology rank %d of %d ranks (1..%d)", t.Rank, t.NRanks, MaxRanks)
+	case c.NRanks != t.NRanks || c.Rank != t.Rank:
+		return errs.New(errs.ErrInvalidUsage, "snac: call for rank %d of %d on topology rank %d of %d", c.Rank, c.NRanks, t.Rank, t.NRanks)
+	case t.Workers < 1:
+		return errs.New(errs.ErrInvalidUsage, "snac: topology with %d workers", t.Workers)
+	case t.StageHalf < unit*MaxRanks || t.P2PHalf < unit || t.PacketMax < 8 || t.ChunkMax < unit:
+		return errs.New(errs.ErrInvalidUsage, "snac: topology too small: %+v", t)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package snac
+
+// builder accumulates the steps of one rank's Plan, worker by worker, and
+// knows how this rank addresses staging, packets and flags on its channel.
+type builder struct {
+	t     Topology
+	me, n int
+	g     geometry
+	// p2p is set for SendRecv: the channel is SendChannel(peer) on the
+	// sender and RecvChannel(peer) on the receiver, staging is the sender's
+	// area for the receiver, and packets use the point-to-point windows.
+	p2p    bool
+	peer   int
+	sender bool     // p2p: this rank sends
+	steps  [][]Step // per worker
+	writes bool     // this rank writes staging or packets (needs the done head)
+}
+
+func newBuilder(t Topology, g geometry) *builder {
+	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers)}
+}
+
+// channel is this rank's channel for the Plan's workers.
+func (b *builder) channel() uint16 {
+	switch {
+	case !b.p2p:
+		return Collective
+	case b.sender:
+		return SendChannel(b.peer)
+	}
+	return RecvChannel(b.peer)
+}
+
+// readySlot is the slot on consumer `to` that producer `from`'s worker w raises.
+func (b *builder) readySlot(kind int, from, to, w int) uint32 {
+	if b.p2p {
+		return FlagSlot(RecvChannel(from), kind, from, w)
+	}
+	return FlagSlot(Collective, kind, from, w)
+}
+
+// consumedSlot is the slot on producer `from` that consumer `to`'s worker w raises.
+func (b *builder) consumedSlot(from, to, w int) uint32 {
+	if b.p2p {
+		return FlagSlot(SendChannel(to), FlagConsumed, to, w)
+	}
+	return FlagSlot(Collective, FlagConsumed, to, w)
+}
+
+// stage is byte off of the half-relative staging that producer owner fills
+// for consumer `for` (the collective half, or owner's p2p area for it).
+func (b *builder) stage(owner, consumer int, off uint64) Ref {
+	if b.p2p {
+		return Ref{Space: SpaceStage, Rank: uint8(owner), Off: b.t.P2PStageOff(consumer) + off, Half: b.t.P2PHalf}
+	}
+	return Ref{Space: SpaceStage, Rank: uint8(owner), Off: off, Half: b.t.StageHalf}
+}
+
+// packet is payload byte off of producer from's window on consumer to.
+func (b *builder) packet(from, to int, off uint64) Ref {
+	if b.p2p {
+		return Ref{Space: SpacePacket, Rank: uint8(to), Off: b.t.P2PPacketOff(from) + 2*off, Half: b.t.PacketWindow()}
+	}
+	return Ref{Space: SpacePacket, Rank: uint8(to), Off: b.t.PacketOff(from) + 2*off, Half: b.t.PacketHalf()}
+}
+
+func sendRef(off uint64) Ref { return Ref{Space: SpaceSend, Off: off} }
+func recvRef(off uint64) Ref { return Ref{Space: SpaceRecv, Off: off} }
+
+func (b *builder) add(w int, s Step) { b.steps[w] = append(b.steps[w], s) }
+
+func (b *builder) copy(w int, dst, src Ref, bytes uint64, delta int64, check uint64) {
+	if bytes == 0 {
+		return
+	}
+	b.add(w, Step{Verb: Copy, Dst: dst, Src: [MaxSrc]Ref{src}, Bytes: bytes, Delta: delta, Check: check})
+}
+
+func (b *builder) reduce(w int, dst Ref, srcs []Ref, bytes uint64, delta int64, check uint64) {
+	if bytes == 0 {
+		return
+	}
+	s := Step{Verb: Reduce, NSrc: uint8(len(srcs)), Dst: dst, Bytes: bytes, Delta: delta, Check: check}
+	copy(s.Src[:], srcs)
+	b.add(w, s)
+}
+
+func (b *builder) notify(w, peer int, slot uint32, delta int64, check uint64) {
+	b.add(w, Step{Verb: Notify, Peer: uint8(peer), Slot: slot, Delta: delta, Check: check})
+}
+
+func (b *builder) wait(w int, slot uint32, delta int64, check uint64) {
+	b.add(w, Step{Verb: Wait, Slot: slot, Delta: delta, Check: check})
+}
+
+// plan assembles the workers, framing each with the done rule.
+func (b *builder) plan(regime Regime) *Plan {
+	p := &Plan{Regime: regime, NRanks: b.n}
+	ch := b.channel()
+	for w := range b.steps {
+		first := len(p.Steps)
+		if b.writes {
+			b.doneHead(p, w)
+		}
+		p.Steps = append(p.Steps, b.steps[w]...)
+		b.doneTail(p, w)
+		p.Workers = append(p.Workers, Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)})
+	}
+	return p
+}

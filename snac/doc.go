@@ -1,0 +1,53 @@
+// Package snac says WHEN and WHERE data moves: Build derives, for one rank,
+// a Plan (workers of Copy/Reduce/Notify/Wait steps) from a validated
+// spec.Call and the Topology. It knows no hardware; atom executes Plans.
+//
+// # Protocol (pull model)
+//
+// A producer stages its data into its OWN staging buffer (Stage), raises a
+// flag on each consumer (Notify), and consumers wait for the flag and copy or
+// reduce straight out of the producer's staging (Consume). Small payloads
+// skip staging: producers write 16-byte packets (8 data bytes + a flag word)
+// into each consumer's packet window, and the consumer waits packet by packet.
+//
+// Regimes, chosen per transfer from its length (every input to the choice is
+// known to both ends: the topology and the call's shape; V collectives use the
+// lengths all ranks pass, AllToAllV a pair's own count):
+//
+//	packet   length <= PacketMax: one-shot packets, no separate notify
+//	staged   one chunk per worker: stage, notify, consume
+//	chunked  several chunks, each in its own slot of the worker's region
+//	ring     more chunks than slots: slots are reused; consumers raise
+//	         FlagConsumed after each chunk and the producer waits for it
+//	         before it overwrites a slot
+//
+// Every transfer is split among the Plan's workers in 16-byte units, the
+// same way on both ends, so worker w of the producer and worker w of the
+// consumer handle the same bytes and per-worker flags suffice. Chunk c of a
+// worker is announced with flag value epoch+c+1.
+//
+// # The done rule
+//
+// Staging halves alternate with the epoch's parity, so a producer may only
+// rewrite a half once every reader of the call two calls ago has finished.
+// Every worker of a call raises a "done" flag on its own rank; the channel's
+// worker 0 waits for them and raises FlagDone (value epoch+EpochAdvance) on
+// every rank that may write for it (collective: all ranks; point-to-point:
+// the sender). A worker that writes staging or packets first waits for
+// FlagDone >= epoch+DoneDelta from those ranks. Done flags carry the constant
+// check word DoneCheck, since they outlive the call that raised them.
+//
+// # Check words
+//
+// Every Notify and packet carries a 64-bit fingerprint of the call's shape
+// (collective, type, op kind, root, count or pair count, ranks, V counts), so
+// ranks that disagree on a call get errs.ErrMismatch instead of wrong data.
+//
+// # Groups and caching
+//
+// Merge joins the Plans of one group into one Plan whose workers run
+// concurrently; Plans on the same channel are chained. Cache keeps Plans per
+// shape; a cached Plan serves any buffers, since Plans hold no pointers.
+//
+//	plan, err := snac.Build(&call, topo)
+package snac

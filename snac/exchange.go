@@ -1,0 +1,229 @@
+package snac
+
+// An exchange is one rank's part of a collective, as transfers: what it
+// stages for others, what it copies or reduces from others, and what it
+// copies locally. Every collective but AllReduce is one exchange; the
+// engine below turns it into steps for every regime.
+type exchange struct {
+	outs    []outFlow
+	ins     []inFlow
+	reduces []reduceFlow
+	locals  []localFlow
+}
+
+// outFlow: length bytes from Send+src to rank to, staged as segment seg.
+type outFlow struct {
+	to, seg     int
+	src, length uint64
+	check       uint64
+}
+
+// inFlow: length bytes from rank from's segment seg to Recv+dst.
+type inFlow struct {
+	from, seg   int
+	dst, length uint64
+	check       uint64
+}
+
+// reduceFlow: Recv+dst = reduce over all ranks in order of their segment
+// seg (this rank's own contribution read straight from Send+own).
+type reduceFlow struct {
+	seg              int
+	dst, own, length uint64
+	check            uint64
+}
+
+// localFlow: a copy from Send to Recv on this rank.
+type localFlow struct{ src, dst, length uint64 }
+
+// emit writes the exchange into b's workers: packet sends, local copies,
+// the staged chunk loop, then packet receives.
+func (b *builder) emit(x *exchange) {
+	for w := range b.g.workers {
+		b.emitPacketSends(w, x)
+		for _, l := range x.locals {
+			lo, hi := b.g.span(l.length, w)
+			b.copy(w, recvRef(l.dst+lo), sendRef(l.src+lo), hi-lo, 0, 0)
+		}
+		for c := range b.chunkCount(x) {
+			b.emitChunk(w, c, x)
+		}
+		b.emitPacketReceives(w, x)
+	}
+}
+
+func (b *builder) isPacket(length uint64) bool { return length <= b.t.PacketMax }
+
+func (b *builder) emitPacketSends(w int, x *exchange) {
+	for _, o := range x.outs {
+		if !b.isPacket(o.length) {
+			continue
+		}
+		lo, hi := b.g.span(o.length, w)
+		b.copy(w, b.packet(b.me, o.to, lo), sendRef(o.src+lo), hi-lo, 1, o.check)
+	}
+}
+
+func (b *builder) emitPacketReceives(w int, x *exchange) {
+	for _, in := range x.ins {
+		if !b.isPacket(in.length) {
+			continue
+		}
+		lo, hi := b.g.span(in.length, w)
+		b.copy(w, recvRef(in.dst+lo), b.packet(in.from, b.me, lo), hi-lo, 1, in.check)
+	}
+	for _, r := range x.reduces {
+		if !b.isPacket(r.length) {
+			continue
+		}
+		lo, hi := b.g.span(r.length, w)
+		srcs := make([]Ref, b.n)
+		for q := range b.n {
+			srcs[q] = b.packet(q, b.me, lo)
+		}
+		srcs[b.me] = sendRef(r.own + lo)
+		b.reduce(w, recvRef(r.dst+lo), srcs, hi-lo, 1, r.check)
+	}
+}
+
+// chunkCount is the most chunks any staged transfer of this rank needs.
+func (b *builder) chunkCount(x *exchange) int {
+	k := 0
+	for _, o := range x.outs {
+		if !b.isPacket(o.length) {
+			k = max(k, b.g.chunks(o.length))
+		}
+	}
+	for _, in := range x.ins {
+		if !b.isPacket(in.length) {
+			k = max(k, b.g.chunks(in.length))
+		}
+	}
+	for _, r := range x.reduces {
+		if !b.isPacket(r.length) {
+			k = max(k, b.g.chunks(r.length))
+		}
+	}
+	return k
+}
+
+// emitChunk is chunk c of worker w: drain, Stage, Notify, then Consume.
+func (b *builder) emitChunk(w, c int, x *exchange) {
+	g := b.g
+	// Drain: before a slot is overwritten, its consumers of chunk c-slots
+	// must have raised FlagConsumed.
+	if c >= g.slots {
+		seen := 0
+		for _, o := range x.outs {
+			if lo, hi := g.piece(o.length, w, c); !b.isPacket(o.length) && lo < hi && seen&(1<<o.to) == 0 {
+				seen |= 1 << o.to
+				b.wait(w, b.consumedSlot(b.me, o.to, w), int64(c-g.slots+1), o.check)
+			}
+		}
+	}
+	// Stage each segment once, then notify each consumer once.
+	staged, notified := 0, 0
+	for _, o := range x.outs {
+		lo, hi := g.piece(o.length, w, c)
+		if b.isPacket(o.length) || lo == hi {
+			continue
+		}
+		if staged&(1<<o.seg) == 0 {
+			staged |= 1 << o.seg
+			b.copy(w, b.stage(b.me, o.to, g.stageOff(w, c, o.seg)), sendRef(o.src+lo), hi-lo, 0, 0)
+		}
+	}
+	for _, o := range x.outs {
+		if lo, hi := g.piece(o.length, w, c); !b.isPacket(o.length) && lo < hi && notified&(1<<o.to) == 0 {
+			notified |= 1 << o.to
+			b.notify(w, o.to, b.readySlot(FlagReady, b.me, o.to, w), int64(c+1), o.check)
+		}
+	}
+	// Consume.
+	waited, drained := 0, 0
+	waitFor := func(from int, check uint64) {
+		if waited&(1<<from) == 0 {
+			waited |= 1 << from
+			b.wait(w, b.readySlot(FlagReady, from, b.me, w), int64(c+1), check)
+		}
+	}
+	for _, in := range x.ins {
+		lo, hi := g.piece(in.length, w, c)
+		if b.isPacket(in.length) || lo == hi {
+			continue
+		}
+		waitFor(in.from, in.check)
+		b.copy(w, recvRef(in.dst+lo), b.stage(in.from, b.me, g.stageOff(w, c, in.seg)), hi-lo, 0, 0)
+		if g.ring(in.length) {
+			drained |= 1 << in.from
+		}
+	}
+	for _, r := range x.reduces {
+		lo, hi := g.piece(r.length, w, c)
+		if b.isPacket(r.length) || lo == hi {
+			continue
+		}
+		srcs := make([]Ref, b.n)
+		for q := range b.n {
+			if q != b.me {
+				waitFor(q, r.check)
+				srcs[q] = b.stage(q, b.me, g.stageOff(w, c, r.seg))
+				if g.ring(r.length) {
+					drained |= 1 << q
+				}
+			}
+		}
+		srcs[b.me] = sendRef(r.own + lo)
+		b.reduce(w, recvRef(r.dst+lo), srcs, hi-lo, 0, 0)
+	}
+	for q := range b.n {
+		if drained&(1<<q) != 0 {
+			b.notify(w, q, b.consumedSlot(q, b.me, w), int64(c+1), x.checkFrom(q))
+		}
+	}
+}
+
+// checkFrom is the check word of this rank's transfers from rank q.
+func (x *exchange) checkFrom(q int) uint64 {
+	for _, in := range x.ins {
+		if in.from == q {
+			return in.check
+		}
+	}
+	if len(x.reduces) > 0 {
+		return x.reduces[0].check
+	}
+	return 0
+}
+
+// writes reports whether the exchange writes staging or packets.
+func (x *exchange) writes() bool {
+	for _, o := range x.outs {
+		if o.length > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// longest is the longest transfer of the exchange, and whether every
+// transfer fits in packets.
+func (b *builder) regimeOf(x *exchange) Regime {
+	var longest uint64
+	for _, o := range x.outs {
+		longest = max(longest, o.length)
+	}
+	for _, in := range x.ins {
+		longest = max(longest, in.length)
+	}
+	for _, r := range x.reduces {
+		longest = max(longest, r.length)
+	}
+	switch {
+	case longest == 0:
+		return RegimeEmpty
+	case b.isPacket(longest):
+		return RegimePacket
+	}
+	return b.g.regime(longest)
+}

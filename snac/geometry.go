@@ -1,0 +1,113 @@
+package snac
+
+import (
+	"purlin/errs"
+)
+
+// Sizing rules. They are functions of the topology and of lengths both ends
+// of every transfer know, so every rank derives the same geometry.
+const (
+	unit = 16 // transfers split among workers and chunks in 16-byte units
+	// workerGrain is the fewest bytes of the longest transfer that justify
+	// one more worker in the staged regimes; packetGrain the same for packets.
+	workerGrain = 8 << 10
+	packetGrain = 1 << 10
+	// maxChunks bounds the chunks of one worker, so flag deltas stay far
+	// below EpochAdvance even when Merge chains several calls.
+	maxChunks = 1 << 16
+)
+
+// geometry is how one Plan lays transfers over workers, chunks and staging.
+type geometry struct {
+	workers int
+	chunk   uint64 // bytes of one transfer's chunk (multiple of unit)
+	region  uint64 // bytes of staging each worker owns in a half
+	segs    int    // chunk-sized segments in one slot (one per destination, or one)
+	slots   int    // slots in a worker's region
+}
+
+// newGeometry sizes workers, chunks and slots for transfers of at most
+// longest bytes, staged into a half of half bytes with segs segments a slot.
+// longest must be known to every rank; when it is not (AllToAllV), pass
+// fixed: the Plan then uses all topo.Workers and a chunk size that does not
+// depend on any length.
+func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed bool) (geometry, error) {
+	grain := uint64(workerGrain)
+	if packetOnly {
+		grain = packetGrain
+	}
+	w := int(min(ceilDiv(longest, grain), uint64(MaxWorkers)))
+	if fixed {
+		w = MaxWorkers
+	}
+	w = max(1, min(w, t.Workers, MaxWorkers))
+	for w > 1 && half/uint64(w) < uint64(segs)*unit {
+		w--
+	}
+	g := geometry{workers: w, segs: segs}
+	if packetOnly {
+		return g, nil
+	}
+	g.region = half / uint64(w) / unit * unit
+	g.chunk = min(t.ChunkMax/unit*unit, g.region/uint64(segs)/unit*unit)
+	if g.chunk == 0 {
+		return g, errs.New(errs.ErrInvalidUsage, "snac: staging half of %d bytes cannot hold %d segments of %d bytes", half, segs, unit)
+	}
+	g.slots = int(g.region / (uint64(segs) * g.chunk))
+	if !fixed && g.chunks(longest) > maxChunks {
+		g.chunk = roundUp(ceilDiv(longest, uint64(w)*maxChunks), unit)
+		if uint64(segs)*g.chunk > g.region {
+			return g, errs.New(errs.ErrUnsupported, "snac: %d bytes need more than %d chunks of staging", longest, maxChunks)
+		}
+		g.slots = int(g.region / (uint64(segs) * g.chunk))
+	}
+	return g, nil
+}
+
+// span returns worker w's byte range of a transfer of length bytes: the
+// transfer's 16-byte units split as evenly as possible among the workers.
+func (g geometry) span(length uint64, w int) (lo, hi uint64) {
+	units := ceilDiv(length, unit)
+	n := uint64(g.workers)
+	lo = min(units*uint64(w)/n*unit, length)
+	hi = min(units*uint64(w+1)/n*unit, length)
+	return lo, hi
+}
+
+// piece returns chunk c of worker w's range of a transfer; lo == hi when empty.
+func (g geometry) piece(length uint64, w, c int) (lo, hi uint64) {
+	a, b := g.span(length, w)
+	lo = min(a+uint64(c)*g.chunk, b)
+	hi = min(lo+g.chunk, b)
+	return lo, hi
+}
+
+// chunks is the number of chunks of the longest worker range of a transfer.
+func (g geometry) chunks(length uint64) int {
+	if g.chunk == 0 {
+		return 0
+	}
+	longestRange := ceilDiv(ceilDiv(length, unit), uint64(g.workers)) * unit
+	return int(ceilDiv(min(longestRange, roundUp(length, unit)), g.chunk))
+}
+
+// ring reports whether a transfer reuses slots (needs drain signals).
+func (g geometry) ring(length uint64) bool { return g.chunks(length) > g.slots }
+
+// stageOff is where segment seg of chunk c of worker w lies in a half.
+func (g geometry) stageOff(w, c, seg int) uint64 {
+	return uint64(w)*g.region + uint64(c%g.slots)*uint64(g.segs)*g.chunk + uint64(seg)*g.chunk
+}
+
+// regime names what the longest staged transfer needs.
+func (g geometry) regime(length uint64) Regime {
+	switch k := g.chunks(length); {
+	case k <= 1:
+		return RegimeStaged
+	case k <= g.slots:
+		return RegimeChunked
+	}
+	return RegimeRing
+}
+
+func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }

@@ -1,0 +1,135 @@
+package snac_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/snac/snactest"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// testTopo is small, so every regime (ring included) is reached by small sizes.
+func testTopo(n int) snac.Topology {
+	return snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 16 << 10, PacketMax: 1 << 10, ChunkMax: 8 << 10}
+}
+
+const base = 1 << 12 // simulated address of every rank's user memory
+
+// world is n simulated ranks running calls one after another.
+type world struct {
+	t    *testing.T
+	n    int
+	topo snac.Topology
+	sim  *snactest.Sim
+	rng  *rand.Rand
+}
+
+func newWorld(t *testing.T, n int, seed uint64) *world {
+	topo := testTopo(n)
+	return &world{t: t, n: n, topo: topo, sim: snactest.New(topo, seed), rng: rand.New(rand.NewPCG(seed, 7))}
+}
+
+func (w *world) rankTopo(r int) snac.Topology {
+	t := w.topo
+	t.Rank = r
+	return t
+}
+
+// place gives a call addresses: disjoint, or NCCL's in-place positions.
+// It returns the memory size the call needs.
+func place(c *spec.Call, inPlace bool) uint64 {
+	in, out := c.Extents()
+	size := uint64(c.Type.Size())
+	c.Send, c.Recv = base, base+uintptr(in)+64
+	if inPlace {
+		switch c.Coll {
+		case spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllToAll:
+			c.Recv = base
+		case spec.AllGather, spec.Gather:
+			c.Recv, c.Send = base, base+uintptr(uint64(c.Rank)*c.Count*size)
+		case spec.ReduceScatter, spec.Scatter:
+			c.Recv = base + uintptr(uint64(c.Rank)*c.Count*size)
+		case spec.AllGatherV:
+			c.Recv, c.Send = base, base+uintptr(c.Displs[c.Rank]*size)
+		case spec.ReduceScatterV:
+			c.Recv = base + uintptr(c.Displs[c.Rank]*size)
+		}
+	}
+	return max(uint64(c.Send)+in, uint64(c.Recv)+out) - base + 64
+}
+
+// run builds and runs one call per rank (calls[r] for rank r), checks the
+// outputs against spectest and that nothing else was touched.
+func (w *world) run(calls []*spec.Call, inPlace bool) error {
+	inputs := spectest.Inputs(w.rng, calls)
+	want := spectest.Expected(calls, inputs)
+	launches := make([][]*snactest.Launch, w.n)
+	for r, c := range calls {
+		l, err := w.launch(c, inPlace, inputs[r])
+		if err != nil {
+			return err
+		}
+		launches[r] = []*snactest.Launch{l}
+	}
+	if err := w.sim.Run(launches); err != nil {
+		return err
+	}
+	for r, c := range calls {
+		w.checkOutput(c, launches[r][0], want[r], inPlace)
+	}
+	return nil
+}
+
+func (w *world) launch(c *spec.Call, inPlace bool, input []byte) (*snactest.Launch, error) {
+	size := place(c, inPlace)
+	require.NoError(w.t, c.Validate(), "%s", c)
+	require.Equal(w.t, inPlace, c.InPlace() || !inPlaceExists(c.Coll), "%s", c)
+	plan, err := snac.Build(c, w.rankTopo(c.Rank))
+	if err != nil {
+		return nil, err
+	}
+	mem := make([]byte, size)
+	for i := range mem {
+		mem[i] = byte(w.rng.Uint32())
+	}
+	in, out := c.Extents()
+	copy(mem[uint64(c.Send)-base:], input)
+	return &snactest.Launch{Plan: plan, Mem: mem, Bufs: []snactest.Buffer{{Send: uint64(c.Send) - base, Recv: uint64(c.Recv) - base, In: in, Out: out}}}, nil
+}
+
+func inPlaceExists(coll spec.Collective) bool {
+	return coll != spec.AllToAllV && coll != spec.SendRecv
+}
+
+func (w *world) checkOutput(c *spec.Call, l *snactest.Launch, want spectest.Output, inPlace bool) {
+	_, out := c.Extents()
+	recv := uint64(c.Recv) - base
+	got := l.Mem[recv : recv+out]
+	require.NoError(w.t, spectest.Compare(c.Type, got, want), "rank %d of %s", c.Rank, c)
+	for i := range out {
+		if want.Covered[i] && !l.Written[recv+i] && !inPlace {
+			w.t.Fatalf("rank %d of %s: output byte %d not written", c.Rank, c, i)
+		}
+		if !want.Covered[i] && l.Written[recv+i] {
+			w.t.Fatalf("rank %d of %s: byte %d outside the layout written", c.Rank, c, i)
+		}
+	}
+}
+
+// callsFor returns one call per rank of a collective shape.
+func callsFor(n int, coll spec.Collective, t spec.DataType, op spec.Op, count uint64, root int) []*spec.Call {
+	calls := make([]*spec.Call, n)
+	for r := range n {
+		calls[r] = &spec.Call{Coll: coll, Type: t, Op: op, Count: count, Root: root, Rank: r, NRanks: n}
+	}
+	return calls
+}
+
+func describe(calls []*spec.Call, inPlace bool) string {
+	return fmt.Sprintf("%s inPlace=%v", calls[0], inPlace)
+}

@@ -1,0 +1,20 @@
+// Package snactest is a protocol simulator for SNAC Plans: a deterministic,
+// single-threaded interpreter of n ranks' Plans over byte slices. It runs
+// the four verbs exactly as an Atom does (flags, check words, parity halves,
+// packets, epochs and the epoch rule) and keeps the shared state of every
+// rank across calls, so sequences of mixed calls can be checked.
+//
+// Workers are picked in a seeded random order among those that can make
+// progress; a worker whose Wait (or packet source) is not satisfied is
+// blocked. When no worker can progress the simulator reports a deadlock with
+// a dump of every blocked worker.
+//
+// It also checks protocol safety: every staging and packet byte is tagged
+// with (writer rank, call index), and a consumer that reads bytes not written
+// by their owner in its current call fails, as does a producer that writes
+// another rank's staging. A write outside the Recv extent of the call (or
+// into Send) fails. Flags must never go backwards.
+//
+//	sim := snactest.New(topo, seed)
+//	err := sim.Run(launches) // launches[rank] = that rank's calls, in order
+package snactest

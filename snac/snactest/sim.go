@@ -1,0 +1,181 @@
+package snactest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// Buffer is one call's buffers in a Launch's memory: offsets of Send and
+// Recv in Mem and the bytes the call may read (In) and write (Out).
+type Buffer struct{ Send, Recv, In, Out uint64 }
+
+// Launch is one Plan run on one rank over that rank's user memory Mem.
+// Buffer i serves the Plan's Refs with Rank i in SpaceSend/SpaceRecv.
+type Launch struct {
+	Plan *snac.Plan
+	Mem  []byte
+	Bufs []Buffer
+	// Written is filled by Run: which bytes of Mem the Plan wrote.
+	Written []bool
+}
+
+// Sim is n simulated ranks and their shared state. It is not safe for
+// concurrent use.
+type Sim struct {
+	topo  snac.Topology
+	ranks []*rank
+	rng   *rand.Rand
+	Steps int // steps executed so far (all ranks)
+}
+
+type rank struct {
+	id                   int
+	stage, packets       []byte
+	stageTag, packetTag  []uint32 // call<<4 | writer+1; 0 = never written
+	flags, checks        []uint64
+	epochs               []uint64
+	calls                int // calls started so far; the current call's index
+	queue                []*Launch
+	cur                  *Launch
+	workers              []worker
+}
+
+type worker struct {
+	pc, end int
+	epoch   uint64
+	done    bool
+}
+
+// New returns a simulator of topo.NRanks ranks (topo.Rank is ignored).
+func New(topo snac.Topology, seed uint64) *Sim {
+	s := &Sim{topo: topo, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	for r := range topo.NRanks {
+		s.ranks = append(s.ranks, &rank{
+			id:        r,
+			stage:     make([]byte, topo.StageBytes()),
+			stageTag:  make([]uint32, topo.StageBytes()),
+			packets:   make([]byte, topo.PacketBytes()),
+			packetTag: make([]uint32, topo.PacketBytes()),
+			flags:     make([]uint64, snac.NumSlots),
+			checks:    make([]uint64, 2*snac.NumSlots),
+			epochs:    make([]uint64, snac.NumEpochs),
+		})
+	}
+	return s
+}
+
+// Run runs launches[r] on rank r, each rank's Launches in order, all ranks
+// concurrently (interleaved at random), until all are done. The shared state
+// persists from one Run to the next. It returns the first protocol error:
+// errs.ErrMismatch from a check word, errs.ErrTimeout for a deadlock (with
+// a dump), errs.ErrInternal for a safety violation.
+func (s *Sim) Run(launches [][]*Launch) error {
+	for r, ls := range launches {
+		for _, l := range ls {
+			l.Written = make([]bool, len(l.Mem))
+		}
+		s.ranks[r].queue = append(s.ranks[r].queue, ls...)
+	}
+	type ref struct{ r, w int }
+	var runnable []ref
+	for {
+		runnable = runnable[:0]
+		busy := false
+		for _, rk := range s.ranks {
+			s.advance(rk)
+			if rk.cur == nil {
+				continue
+			}
+			busy = true
+			for w := range rk.workers {
+				if !rk.workers[w].done && s.ready(rk, w) {
+					runnable = append(runnable, ref{rk.id, w})
+				}
+			}
+		}
+		if !busy {
+			return nil
+		}
+		if len(runnable) == 0 {
+			return errs.New(errs.ErrTimeout, "snactest: deadlock:\n%s", s.dump())
+		}
+		pick := runnable[s.rng.IntN(len(runnable))]
+		if err := s.step(s.ranks[pick.r], pick.w); err != nil {
+			return err
+		}
+		s.Steps++
+	}
+}
+
+// advance finishes rank rk's current Launch when all its workers are done
+// and starts the next one, reading every worker's epoch.
+func (s *Sim) advance(rk *rank) {
+	for {
+		if rk.cur != nil {
+			for _, w := range rk.workers {
+				if !w.done {
+					return
+				}
+			}
+			rk.cur = nil
+			rk.calls++
+		}
+		if len(rk.queue) == 0 {
+			return
+		}
+		rk.cur, rk.queue = rk.queue[0], rk.queue[1:]
+		p := rk.cur.Plan
+		rk.workers = make([]worker, len(p.Workers))
+		for i, wk := range p.Workers {
+			rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)]}
+			if wk.Count == 0 {
+				s.finish(rk, i)
+			}
+		}
+	}
+}
+
+// finish applies the epoch rule when worker i has run its last step.
+func (s *Sim) finish(rk *rank, i int) {
+	w := &rk.workers[i]
+	w.done = true
+	wk := rk.cur.Plan.Workers[i]
+	next := w.epoch + snac.EpochAdvance
+	rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)] = next
+	if wk.Index != 0 {
+		return
+	}
+	used := 0
+	for _, o := range rk.cur.Plan.Workers {
+		if o.Channel == wk.Channel {
+			used++
+		}
+	}
+	for idx := used; idx < snac.MaxWorkers; idx++ {
+		rk.epochs[snac.EpochSlot(wk.Channel, uint16(idx))] = next
+	}
+}
+
+func (s *Sim) dump() string {
+	var b strings.Builder
+	for _, rk := range s.ranks {
+		if rk.cur == nil {
+			fmt.Fprintf(&b, "rank %d: idle after %d calls\n", rk.id, rk.calls)
+			continue
+		}
+		fmt.Fprintf(&b, "rank %d: call %d (%s, %d workers)\n", rk.id, rk.calls, rk.cur.Plan.Regime, len(rk.workers))
+		for i, w := range rk.workers {
+			if w.done {
+				continue
+			}
+			st := rk.cur.Plan.Steps[w.pc]
+			fmt.Fprintf(&b, "  worker %d (epoch %d) at step %d: %s slot %d delta %d (flag %d) bytes %d\n",
+				i, w.epoch, w.pc, st.Verb, st.Slot, st.Delta, rk.flags[st.Slot%snac.NumSlots], st.Bytes)
+		}
+	}
+	return b.String()
+}

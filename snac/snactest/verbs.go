@@ -1,0 +1,236 @@
+package snactest
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"purlin/errs"
+	"purlin/numeric"
+	"purlin/snac"
+)
+
+var le = binary.LittleEndian
+
+func target(w *worker, delta int64) int64 { return int64(w.epoch) + delta }
+
+// packetWord is the flag word of a packet of this step.
+func packetWord(w *worker, st *snac.Step) uint64 {
+	return uint64(uint32(st.Check))<<32 | uint64(uint32(target(w, st.Delta)))
+}
+
+// ready reports whether worker i's next step can run now.
+func (s *Sim) ready(rk *rank, i int) bool {
+	w := &rk.workers[i]
+	st := &rk.cur.Plan.Steps[w.pc]
+	switch st.Verb {
+	case snac.Wait:
+		t := target(w, st.Delta)
+		return t <= 0 || rk.flags[st.Slot] >= uint64(t)
+	case snac.Copy, snac.Reduce:
+		for k := range nsrc(st) {
+			if r := st.Src[k]; r.Space == snac.SpacePacket && !s.packetsReady(w, st, r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func nsrc(st *snac.Step) int {
+	if st.Verb == snac.Copy {
+		return 1
+	}
+	return int(st.NSrc)
+}
+
+func (s *Sim) packetsReady(w *worker, st *snac.Step, r snac.Ref) bool {
+	buf := s.ranks[r.Rank].packets
+	base := r.Off + (w.epoch&1)*r.Half
+	want := uint32(target(w, st.Delta))
+	for p := range (st.Bytes + 7) / 8 {
+		at := base + 16*p + 8
+		if at+8 > uint64(len(buf)) || uint32(le.Uint64(buf[at:])) != want {
+			return at+8 > uint64(len(buf)) // out of bounds: let step report it
+		}
+	}
+	return true
+}
+
+// step runs worker i's next step.
+func (s *Sim) step(rk *rank, i int) error {
+	w := &rk.workers[i]
+	st := &rk.cur.Plan.Steps[w.pc]
+	where := func() string {
+		return fmt.Sprintf("rank %d call %d worker %d step %d (%s)", rk.id, rk.calls, i, w.pc, st.Verb)
+	}
+	var err error
+	switch st.Verb {
+	case snac.Notify:
+		if int(st.Peer) >= len(s.ranks) || st.Slot >= snac.NumSlots {
+			return errs.New(errs.ErrInternal, "%s: peer %d slot %d out of range", where(), st.Peer, st.Slot)
+		}
+		peer := s.ranks[st.Peer]
+		v := uint64(target(w, st.Delta))
+		if v < peer.flags[st.Slot] {
+			return errs.New(errs.ErrInternal, "%s: flag %d on rank %d goes back from %d to %d", where(), st.Slot, st.Peer, peer.flags[st.Slot], v)
+		}
+		peer.checks[2*uint64(st.Slot)+w.epoch&1] = st.Check
+		peer.flags[st.Slot] = v
+	case snac.Wait:
+		if got := rk.checks[2*uint64(st.Slot)+w.epoch&1]; got != st.Check {
+			return errs.New(errs.ErrMismatch, "%s: check word %#x, want %#x", where(), got, st.Check)
+		}
+	case snac.Copy, snac.Reduce:
+		err = s.move(rk, w, st)
+	default:
+		err = errs.New(errs.ErrInternal, "unknown verb %d", st.Verb)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", where(), err)
+	}
+	w.pc++
+	if w.pc == w.end {
+		s.finish(rk, i)
+	}
+	return nil
+}
+
+// move runs a Copy or Reduce: read every source, then write Dst.
+func (s *Sim) move(rk *rank, w *worker, st *snac.Step) error {
+	srcs := make([][]byte, nsrc(st))
+	for k := range srcs {
+		b, err := s.read(rk, w, st, st.Src[k])
+		if err != nil {
+			return err
+		}
+		srcs[k] = b
+	}
+	out := srcs[0]
+	if st.Verb == snac.Reduce {
+		p := rk.cur.Plan
+		out = make([]byte, st.Bytes)
+		numeric.Reduce(out, srcs, p.Type, p.Op, p.NRanks)
+	}
+	return s.write(rk, w, st, st.Dst, out)
+}
+
+// read returns a copy of the Bytes a source Ref names, checking that it was
+// written in this call.
+func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, error) {
+	n := st.Bytes
+	switch r.Space {
+	case snac.SpaceSend, snac.SpaceRecv:
+		l := rk.cur
+		if int(r.Rank) >= len(l.Bufs) {
+			return nil, errs.New(errs.ErrInternal, "buffer %d of %d", r.Rank, len(l.Bufs))
+		}
+		b := l.Bufs[r.Rank]
+		base, ext := b.Send, b.In
+		if r.Space == snac.SpaceRecv {
+			base, ext = b.Recv, b.Out
+		}
+		if r.Off+n > ext {
+			return nil, errs.New(errs.ErrInternal, "reads [%d,+%d) of %d-byte %v", r.Off, n, ext, r.Space)
+		}
+		return append([]byte(nil), l.Mem[base+r.Off:base+r.Off+n]...), nil
+	case snac.SpaceStage:
+		owner := s.ranks[r.Rank]
+		at := r.Off + (w.epoch&1)*r.Half
+		if at+n > uint64(len(owner.stage)) {
+			return nil, errs.New(errs.ErrInternal, "reads staging [%d,+%d) of %d", at, n, len(owner.stage))
+		}
+		want := tag(rk.calls, owner.id)
+		for k := at; k < at+n; k++ {
+			if owner.stageTag[k] != want {
+				return nil, errs.New(errs.ErrInternal, "reads rank %d staging byte %d tagged %s in call %d", owner.id, k, tagString(owner.stageTag[k]), rk.calls)
+			}
+		}
+		return append([]byte(nil), owner.stage[at:at+n]...), nil
+	case snac.SpacePacket:
+		owner := s.ranks[r.Rank]
+		at := r.Off + (w.epoch&1)*r.Half
+		npk := (n + 7) / 8
+		if at+16*npk > uint64(len(owner.packets)) {
+			return nil, errs.New(errs.ErrInternal, "reads packets [%d,+%d) of %d", at, 16*npk, len(owner.packets))
+		}
+		out := make([]byte, n)
+		for p := range npk {
+			pk := at + 16*p
+			if hi := uint32(le.Uint64(owner.packets[pk+8:]) >> 32); hi != uint32(st.Check) {
+				return nil, errs.New(errs.ErrMismatch, "packet check %#x, want %#x", hi, uint32(st.Check))
+			}
+			if c := owner.packetTag[pk] >> 4; c != uint32(rk.calls+1) {
+				return nil, errs.New(errs.ErrInternal, "reads a packet of rank %d tagged %s in call %d", owner.id, tagString(owner.packetTag[pk]), rk.calls)
+			}
+			copy(out[8*p:min(8*p+8, n)], owner.packets[pk:pk+8])
+		}
+		return out, nil
+	}
+	return nil, errs.New(errs.ErrInternal, "space %d", r.Space)
+}
+
+// write stores data where Ref r points, checking extents and ownership.
+func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte) error {
+	n := uint64(len(data))
+	switch r.Space {
+	case snac.SpaceSend:
+		return errs.New(errs.ErrInternal, "writes into Send")
+	case snac.SpaceRecv:
+		l := rk.cur
+		if int(r.Rank) >= len(l.Bufs) {
+			return errs.New(errs.ErrInternal, "buffer %d of %d", r.Rank, len(l.Bufs))
+		}
+		b := l.Bufs[r.Rank]
+		if r.Off+n > b.Out {
+			return errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", r.Off, n, b.Out)
+		}
+		copy(l.Mem[b.Recv+r.Off:], data)
+		for k := range n {
+			l.Written[b.Recv+r.Off+k] = true
+		}
+	case snac.SpaceStage:
+		if int(r.Rank) != rk.id {
+			return errs.New(errs.ErrInternal, "writes rank %d's staging", r.Rank)
+		}
+		at := r.Off + (w.epoch&1)*r.Half
+		if at+n > uint64(len(rk.stage)) {
+			return errs.New(errs.ErrInternal, "writes staging [%d,+%d) of %d", at, n, len(rk.stage))
+		}
+		copy(rk.stage[at:], data)
+		t := tag(rk.calls, rk.id)
+		for k := at; k < at+n; k++ {
+			rk.stageTag[k] = t
+		}
+	case snac.SpacePacket:
+		owner := s.ranks[r.Rank]
+		at := r.Off + (w.epoch&1)*r.Half
+		npk := (n + 7) / 8
+		if at+16*npk > uint64(len(owner.packets)) {
+			return errs.New(errs.ErrInternal, "writes packets [%d,+%d) of %d", at, 16*npk, len(owner.packets))
+		}
+		word := packetWord(w, st)
+		t := tag(rk.calls, rk.id)
+		for p := range npk {
+			pk := at + 16*p
+			var payload [8]byte
+			copy(payload[:], data[8*p:min(8*p+8, n)])
+			copy(owner.packets[pk:], payload[:])
+			le.PutUint64(owner.packets[pk+8:], word)
+			for k := pk; k < pk+16; k++ {
+				owner.packetTag[k] = t
+			}
+		}
+	default:
+		return errs.New(errs.ErrInternal, "space %d", r.Space)
+	}
+	return nil
+}
+
+func tag(call, writer int) uint32 { return uint32(call+1)<<4 | uint32(writer) }
+
+func tagString(t uint32) string {
+	if t == 0 {
+		return "never written"
+	}
+	return fmt.Sprintf("(rank %d, call %d)", t&15, int(t>>4)-1)
+}

@@ -1,0 +1,59 @@
+package spectest
+
+import (
+	"math/rand/v2"
+
+	"purlin/numeric"
+	"purlin/spec"
+)
+
+// Fill writes random elements of type t into buf, exactly representable in
+// t and never all zero. For Prod the values lie near 1 (so products neither
+// vanish nor overflow); fp8 values stay small so sums do not saturate often.
+func Fill(rng *rand.Rand, t spec.DataType, kind spec.OpKind, buf []byte) {
+	n := len(buf) / t.Size()
+	for i := range n {
+		if t.IsFloat() {
+			numeric.SetFloat64(t, buf, i, randomFloat(rng, t, kind))
+			continue
+		}
+		numeric.SetInt64(t, buf, i, randomInt(rng, t, kind))
+	}
+}
+
+func randomFloat(rng *rand.Rand, t spec.DataType, kind spec.OpKind) float64 {
+	if kind == spec.Prod {
+		return 0.75 + rng.Float64()*0.5
+	}
+	scale := 4.0
+	if t == spec.Float8e4m3 || t == spec.Float8e5m2 {
+		scale = 2
+	}
+	v := (rng.Float64()*2 - 1) * scale
+	if v == 0 {
+		v = 1
+	}
+	return v
+}
+
+func randomInt(rng *rand.Rand, t spec.DataType, kind spec.OpKind) int64 {
+	if kind == spec.Prod {
+		return 1 + rng.Int64N(3)
+	}
+	if t.IsSigned() {
+		return rng.Int64N(101) - 50
+	}
+	return 1 + rng.Int64N(100)
+}
+
+// Inputs returns the Send contents of every rank's call (its input extent),
+// filled with Fill.
+func Inputs(rng *rand.Rand, calls []*spec.Call) [][]byte {
+	in := make([][]byte, len(calls))
+	for r, c := range calls {
+		n, _ := c.Extents()
+		in[r] = make([]byte, n)
+		Fill(rng, c.Type, c.Op.Kind, in[r])
+	}
+	return in
+}
