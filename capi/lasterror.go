@@ -66,4 +66,3 @@ func keepText(key lastErrorKey, s string) *C.char {
 	}
 	return text
 }
-

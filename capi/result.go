@@ -7,7 +7,6 @@ package main
 import "C"
 
 import (
-
 	"runtime/debug"
 
 	"purlin/comm"
@@ -71,4 +70,3 @@ func goUnsupported(name *C.char) (res C.purlinResult_t) {
 }
 
 func nullArg(what string) error { return errs.New(errs.ErrInvalidArgument, "%s is NULL", what) }
-
