@@ -121,11 +121,16 @@ int backend_capture_begin(int r) {
 int backend_capture_end(int r) {
   CUDACHECK(cudaSetDevice(device_of(r)), r);
   CUDACHECK(cudaStreamEndCapture(streams[r], &graphs[r]), r);
-  CUDACHECK(cudaGraphInstantiate(&execs[r], graphs[r], 0), r);
   return 0;
 }
 
+/* Instantiated at the first launch: CUDA refuses it while another rank's stream
+ * is still capturing in this thread. */
 int backend_graph_launch(int r) {
+  if (!execs[r]) {
+    CUDACHECK(cudaSetDevice(device_of(r)), r);
+    CUDACHECK(cudaGraphInstantiate(&execs[r], graphs[r], 0), r);
+  }
   CUDACHECK(cudaGraphLaunch(execs[r], streams[r]), r);
   return 0;
 }

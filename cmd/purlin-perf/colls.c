@@ -87,7 +87,14 @@ static int alltoall_source(const shape_t* s, int r, size_t i, int* sr, size_t* s
   *si = r * s->count + i % s->count;
   return SRC_COPY;
 }
-static const coll_t alltoall = {"alltoall", 0, 0, 1, 0, factor_ring, alltoall_shape, alltoall_issue, alltoall_source};
+/* In place (send == recv) is Purlin's; NCCL 2.28 gives wrong results for it (seen on H200s), so
+ * a build against the real nccl.h leaves it out. */
+#ifdef PERF_PURLIN
+#define ALLTOALL_INPLACE 1
+#else
+#define ALLTOALL_INPLACE 0
+#endif
+static const coll_t alltoall = {"alltoall", 0, 0, ALLTOALL_INPLACE, 0, factor_ring, alltoall_shape, alltoall_issue, alltoall_source};
 
 /* ---------- Broadcast: the root's count elements everywhere; in place through ncclBcast ---------- */
 static int broadcast_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
