@@ -14,7 +14,7 @@ const (
 	packetGrain = 1 << 10
 	// maxChunks bounds the chunks of one worker, so flag deltas stay far
 	// below EpochAdvance even when Merge chains several calls.
-	maxChunks = 1 << 16
+	maxChunks = 1 << 12
 )
 
 // geometry is how one Plan lays transfers over workers, chunks and staging.

@@ -33,15 +33,15 @@ type Sim struct {
 }
 
 type rank struct {
-	id                   int
-	stage, packets       []byte
-	stageTag, packetTag  []uint32 // call<<4 | writer+1; 0 = never written
-	flags, checks        []uint64
-	epochs               []uint64
-	calls                int // calls started so far; the current call's index
-	queue                []*Launch
-	cur                  *Launch
-	workers              []worker
+	id                  int
+	stage, packets      []byte
+	stageTag, packetTag []uint32 // call<<4 | writer+1; 0 = never written
+	flags, checks       []uint64
+	epochs              []uint64
+	calls               int // calls started so far; the current call's index
+	queue               []*Launch
+	cur                 *Launch
+	workers             []worker
 }
 
 type worker struct {

@@ -31,6 +31,9 @@ func Expected(calls []*spec.Call, inputs [][]byte) []Output {
 		_, n := c.Extents()
 		o := Output{Data: make([]byte, n), Covered: make([]bool, n), Tol: make([]float64, n/uint64(c.Type.Size()))}
 		for _, p := range pieces(calls, q) {
+			if p.length == 0 {
+				continue
+			}
 			if p.reduce {
 				reduceRef(calls, inputs, p, &o)
 			} else {

@@ -1,0 +1,120 @@
+package snac
+
+import (
+	"slices"
+	"sync"
+
+	"purlin/spec"
+)
+
+// Cache keeps Plans per call shape, so a repeated call skips Build. It holds
+// at most its capacity of Plans and drops the least recently used one when
+// full. It is safe for concurrent use; a hit takes one short lock and
+// allocates nothing. Cached Plans are shared: callers must not modify them.
+type Cache struct {
+	mu       sync.Mutex
+	capacity int
+	entries  map[shapeKey]*cacheEntry // guarded by mu
+	lru      cacheEntry               // sentinel of the recency list, most recent first; guarded by mu
+}
+
+// shapeKey is everything Build depends on, buffers excluded. V vectors are
+// hashed; the entry keeps a copy to confirm a hit.
+type shapeKey struct {
+	topo                Topology
+	coll                spec.Collective
+	typ                 spec.DataType
+	op                  spec.Op
+	count               uint64
+	root, peer, rank, n int
+	isSend, inPlace     bool
+	vectors             uint64
+}
+
+type cacheEntry struct {
+	key        shapeKey
+	vectors    [6][]uint64
+	plan       *Plan
+	prev, next *cacheEntry
+}
+
+// NewCache returns a Cache holding at most capacity Plans (at least one).
+func NewCache(capacity int) *Cache {
+	c := &Cache{capacity: max(1, capacity), entries: map[shapeKey]*cacheEntry{}}
+	c.lru.next, c.lru.prev = &c.lru, &c.lru
+	return c
+}
+
+// Plan returns the Plan of call on topo, building and caching it on a miss.
+func (c *Cache) Plan(call *spec.Call, topo Topology) (*Plan, error) {
+	key := keyOf(call, topo)
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok && e.sameVectors(call) {
+		c.unlinkLocked(e)
+		c.pushLocked(e)
+		c.mu.Unlock()
+		return e.plan, nil
+	}
+	c.mu.Unlock()
+	plan, err := Build(call, topo)
+	if err != nil {
+		return nil, err
+	}
+	e := &cacheEntry{key: key, vectors: vectorsOf(call), plan: plan}
+	for i := range e.vectors {
+		e.vectors[i] = slices.Clone(e.vectors[i])
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[key]; ok {
+		c.unlinkLocked(old)
+	}
+	c.entries[key] = e
+	c.pushLocked(e)
+	if len(c.entries) > c.capacity {
+		oldest := c.lru.prev
+		c.unlinkLocked(oldest)
+		delete(c.entries, oldest.key)
+	}
+	return plan, nil
+}
+
+// Len is the number of cached Plans.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
+}
+
+func (c *Cache) unlinkLocked(e *cacheEntry) { e.prev.next, e.next.prev = e.next, e.prev }
+
+func (c *Cache) pushLocked(e *cacheEntry) {
+	e.prev, e.next = &c.lru, c.lru.next
+	c.lru.next.prev = e
+	c.lru.next = e
+}
+
+func keyOf(call *spec.Call, topo Topology) shapeKey {
+	k := shapeKey{topo: topo, coll: call.Coll, typ: call.Type, op: call.Op, count: call.Count,
+		root: call.Root, peer: call.Peer, rank: call.Rank, n: call.NRanks, isSend: call.IsSend, inPlace: call.InPlace()}
+	f := fnvOffset
+	for _, v := range vectorsOf(call) {
+		f = f.mix(uint64(len(v))).mix(v...)
+	}
+	k.vectors = f.sum()
+	return k
+}
+
+func vectorsOf(c *spec.Call) [6][]uint64 {
+	return [6][]uint64{c.Counts, c.Displs, c.SendCounts, c.SendDispls, c.RecvCounts, c.RecvDispls}
+}
+
+func (e *cacheEntry) sameVectors(c *spec.Call) bool {
+	v := vectorsOf(c)
+	for i := range v {
+		if !slices.Equal(v[i], e.vectors[i]) {
+			return false
+		}
+	}
+	return true
+}
