@@ -267,3 +267,27 @@ func TestLastErrorPerThreadAndComm(t *testing.T) {
 		assert.Equal(t, "purlin: the text", c.LastError())
 	})
 }
+
+// Aborts issued inside a group (as torch does for several communicators)
+// act at once; the aborted rank's peers see a remote error.
+func TestGroupedAbort(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeout = 30 * time.Second
+	a := startComms(t, 2, cfg)
+	b := startComms(t, 2, cfg)
+	buf := newBuffer(t, 4096)
+	call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 1024, Type: spec.Float32}
+	require.NoError(t, a[1].Collective(&call, 0)) // waits for rank 0, which aborts
+	onThread(func() {
+		require.NoError(t, GroupStart())
+		require.NoError(t, a[0].Abort())
+		require.NoError(t, b[0].Abort())
+		require.NoError(t, GroupEnd())
+	})
+	start := time.Now()
+	assert.Error(t, a[1].Synchronize())
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.ErrorIs(t, a[1].AsyncError(), errs.ErrRemote)
+	_, err := Lookup(b[0].Handle())
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+}

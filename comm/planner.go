@@ -20,5 +20,5 @@ func newPlanner(topo snac.Topology) *planner {
 }
 
 func (p *planner) get(call *spec.Call) (*snac.Plan, error) {
-	return p.cache.Get(call, p.topo)
+	return p.cache.Plan(call, p.topo)
 }
