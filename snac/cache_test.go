@@ -1,0 +1,87 @@
+package snac_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/spec"
+)
+
+func TestCacheHitsAreSharedAndAllocationFree(t *testing.T) {
+	cache := snac.NewCache(4)
+	topo := testTopo(2)
+	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Count: 1000, NRanks: 2, Send: base, Recv: base + 8192}
+	p1, err := cache.Plan(call, topo)
+	require.NoError(t, err)
+	other := *call
+	other.Send, other.Recv = base+1<<20, base+2<<20 // other buffers, same shape
+	p2, err := cache.Plan(&other, topo)
+	require.NoError(t, err)
+	require.Same(t, p1, p2)
+	allocs := testing.AllocsPerRun(100, func() { _, _ = cache.Plan(call, topo) })
+	require.Zero(t, allocs)
+}
+
+func TestCacheKeysEveryShapeField(t *testing.T) {
+	cache := snac.NewCache(64)
+	topo := testTopo(2)
+	base := spec.Call{Coll: spec.AllGatherV, Type: spec.Float32, Count: 0, NRanks: 2, Counts: []uint64{3, 4}, Displs: []uint64{0, 3}}
+	first, err := cache.Plan(&base, topo)
+	require.NoError(t, err)
+	variants := []func(c *spec.Call){
+		func(c *spec.Call) { c.Counts = []uint64{3, 5} },
+		func(c *spec.Call) { c.Displs = []uint64{4, 0} },
+		func(c *spec.Call) { c.Type = spec.Int32 },
+	}
+	for _, v := range variants {
+		c := base
+		v(&c)
+		p, err := cache.Plan(&c, topo)
+		require.NoError(t, err)
+		require.NotSame(t, first, p)
+	}
+	other := topo
+	other.Workers = 1
+	p, err := cache.Plan(&base, other)
+	require.NoError(t, err)
+	require.NotSame(t, first, p)
+}
+
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	cache := snac.NewCache(2)
+	topo := testTopo(1)
+	call := func(n uint64) *spec.Call { return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: 1} }
+	a, _ := cache.Plan(call(1), topo)
+	_, _ = cache.Plan(call(2), topo)
+	again, _ := cache.Plan(call(1), topo) // 1 is now the most recent
+	require.Same(t, a, again)
+	_, _ = cache.Plan(call(3), topo) // evicts 2
+	require.Equal(t, 2, cache.Len())
+	again, _ = cache.Plan(call(1), topo)
+	require.Same(t, a, again)
+}
+
+func TestCacheConcurrentUse(t *testing.T) {
+	cache := snac.NewCache(8)
+	topo := testTopo(4)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				c := &spec.Call{Coll: spec.AllGather, Type: spec.Uint8, Count: uint64(1 + (i+g)%12), NRanks: 4}
+				p, err := cache.Plan(c, topo)
+				if err != nil || p == nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.LessOrEqual(t, cache.Len(), 8)
+}

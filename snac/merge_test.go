@@ -1,0 +1,169 @@
+package snac_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/snac/snactest"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// p2pOp is one send/recv pair of a group.
+type p2pOp struct {
+	from, to int
+	count    uint64
+	t        spec.DataType
+}
+
+// runGroup runs one group of point-to-point ops (and optionally a collective
+// in the same group) on every rank: each rank builds a Plan per op it takes
+// part in, in group order, and merges them.
+func (w *world) runGroup(ops []p2pOp) {
+	launches := make([][]*snactest.Launch, w.n)
+	type check struct {
+		l      *snactest.Launch
+		at     uint64
+		want   []byte
+		rank   int
+	}
+	var checks []check
+	for r := range w.n {
+		var plans []*snac.Plan
+		var bufs []snactest.Buffer
+		var mem []byte
+		for _, op := range ops {
+			if op.from != r && op.to != r {
+				continue
+			}
+			c := &spec.Call{Coll: spec.SendRecv, Type: op.t, Count: op.count, Rank: r, NRanks: w.n, IsSend: op.from == r}
+			c.Peer = op.to
+			if !c.IsSend {
+				c.Peer = op.from
+			}
+			p, err := snac.Build(c, w.rankTopo(r))
+			require.NoError(w.t, err)
+			plans = append(plans, p)
+			n := op.count * uint64(op.t.Size())
+			at := uint64(len(mem))
+			mem = append(mem, make([]byte, n+32)...)
+			if c.IsSend {
+				bufs = append(bufs, snactest.Buffer{Send: at, In: n})
+			} else {
+				bufs = append(bufs, snactest.Buffer{Recv: at, Out: n})
+			}
+		}
+		for i := range mem {
+			mem[i] = byte(w.rng.Uint32())
+		}
+		plan := &snac.Plan{NRanks: w.n}
+		if len(plans) > 0 {
+			var err error
+			plan, err = snac.Merge(plans...)
+			require.NoError(w.t, err)
+		}
+		launches[r] = []*snactest.Launch{{Plan: plan, Mem: mem, Bufs: bufs}}
+	}
+	// Fill the senders' buffers and remember what each receiver expects.
+	next := make([]int, w.n)
+	for _, op := range ops {
+		n := op.count * uint64(op.t.Size())
+		s := launches[op.from][0]
+		sb := s.Bufs[next[op.from]]
+		next[op.from]++
+		spectest.Fill(w.rng, op.t, spec.Sum, s.Mem[sb.Send:sb.Send+n])
+		rb := launches[op.to][0].Bufs[next[op.to]]
+		next[op.to]++
+		checks = append(checks, check{launches[op.to][0], rb.Recv, bytes.Clone(s.Mem[sb.Send : sb.Send+n]), op.to})
+	}
+	require.NoError(w.t, w.sim.Run(launches))
+	for _, c := range checks {
+		require.Equal(w.t, c.want, c.l.Mem[c.at:c.at+uint64(len(c.want))], "rank %d receive", c.rank)
+	}
+}
+
+// TestMergedGroups runs random groups of sends and receives (several to one
+// peer among them, so chains are exercised) mixed with collectives.
+func TestMergedGroups(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		n := 2 + rng.IntN(7)
+		w := newWorld(t, n, seed)
+		for round := range 8 {
+			var ops []p2pOp
+			for range 1 + rng.IntN(2*n) {
+				from := rng.IntN(n)
+				to := (from + 1 + rng.IntN(n-1)) % n
+				if rng.IntN(4) == 0 && len(ops) > 0 { // same pair again: a chain
+					from, to = ops[0].from, ops[0].to
+				}
+				t := everyType[rng.IntN(len(everyType))]
+				ops = append(ops, p2pOp{from, to, randomBytes(rng) / 4 / uint64(t.Size()), t})
+			}
+			w.runGroup(ops)
+			if round%2 == 1 {
+				calls := randomCalls(rng, n)
+				require.NoError(t, w.run(calls, false), "seed %d: %s", seed, describe(calls, false))
+			}
+		}
+	}
+}
+
+func TestMergeRejectsMixedTypes(t *testing.T) {
+	topo := testTopo(2)
+	a, err := snac.Build(&spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Count: 10, NRanks: 2}, topo)
+	require.NoError(t, err)
+	b, err := snac.Build(&spec.Call{Coll: spec.AllReduce, Type: spec.Int32, Count: 10, NRanks: 2}, topo)
+	require.NoError(t, err)
+	_, err = snac.Merge(a, b)
+	require.Error(t, err)
+	_, err = snac.Merge()
+	require.Error(t, err)
+}
+
+// TestMergeChainsCollectives: two AllReduces of one type in a group, run as one Plan.
+func TestMergeChainsCollectives(t *testing.T) {
+	for _, count := range []uint64{100, 5000, 70000} {
+		w := newWorld(t, 3, count)
+		launches := make([][]*snactest.Launch, 3)
+		var wants []spectest.Output
+		for r := range 3 {
+			l := &snactest.Launch{Plan: nil}
+			var plans []*snac.Plan
+			for k := range 2 {
+				c := &spec.Call{Coll: spec.AllReduce, Type: spec.Int32, Op: spec.Op{Kind: spec.Sum}, Count: count + uint64(k), Rank: r, NRanks: 3}
+				p, err := snac.Build(c, w.rankTopo(r))
+				require.NoError(t, err)
+				plans = append(plans, p)
+				n := (count + uint64(k)) * 4
+				at := uint64(len(l.Mem))
+				l.Mem = append(l.Mem, make([]byte, 2*n)...)
+				l.Bufs = append(l.Bufs, snactest.Buffer{Send: at, In: n, Recv: at + n, Out: n})
+			}
+			var err error
+			l.Plan, err = snac.Merge(plans...)
+			require.NoError(t, err)
+			launches[r] = []*snactest.Launch{l}
+		}
+		for k := range 2 {
+			calls := callsFor(3, spec.AllReduce, spec.Int32, spec.Op{Kind: spec.Sum}, count+uint64(k), 0)
+			in := spectest.Inputs(w.rng, calls)
+			for r := range 3 {
+				b := launches[r][0].Bufs[k]
+				copy(launches[r][0].Mem[b.Send:], in[r])
+			}
+			wants = append(wants, spectest.Expected(calls, in)...)
+		}
+		require.NoError(t, w.sim.Run(launches))
+		for k := range 2 {
+			for r := range 3 {
+				b := launches[r][0].Bufs[k]
+				require.NoError(t, spectest.Compare(spec.Int32, launches[r][0].Mem[b.Recv:b.Recv+b.Out], wants[k*3+r]))
+			}
+		}
+	}
+}
