@@ -168,7 +168,9 @@ int main(int argc, char** argv) {
   const char* which;
   parse(argc, argv, &o, &which);
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (o.multiproc) return multiproc_run(&o, which);
+  int child = multiproc_child(&o, which);
+  if (child >= 0) return child;
+  if (o.multiproc) return multiproc_run(&o, argv);
   ncclUniqueId id;
   return run_ranks(&o, which, 0, o.nranks, &id, NULL);
 }

@@ -1,4 +1,5 @@
 /* multiproc.c: one process per rank (see multiproc.h). */
+#define _GNU_SOURCE /* memfd_create */
 #include "multiproc.h"
 
 #include <pthread.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,9 +62,22 @@ void multiproc_describe(multiproc_t* mp, session_t* s) {
     for (int r = 0; r < mp->nranks; r++) fputs(mp->describe[r], stdout);
 }
 
-int multiproc_run(const options_t* o, const char* which) {
+int multiproc_child(const options_t* o, const char* which) {
+  const char* rank = getenv("PURLIN_PERF_RANK");
+  const char* fd = getenv("PURLIN_PERF_SHM_FD");
+  if (!rank || !fd) return -1;
+  shared = mmap(NULL, sizeof(multiproc_t), PROT_READ | PROT_WRITE, MAP_SHARED, atoi(fd), 0);
+  if (shared == MAP_FAILED) { perror("purlin-perf: mmap of the shared results"); return 2; }
+  close(atoi(fd));
+  ncclUniqueId id;
+  return run_ranks(o, which, atoi(rank), 1, &id, shared);
+}
+
+int multiproc_run(const options_t* o, char** argv) {
   int n = o->nranks;
-  shared = mmap(NULL, sizeof(multiproc_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  int fd = memfd_create("purlin-perf", 0); /* inherited across exec: no MFD_CLOEXEC */
+  if (fd < 0 || ftruncate(fd, sizeof(multiproc_t)) != 0) { perror("purlin-perf: memfd"); return 2; }
+  shared = mmap(NULL, sizeof(multiproc_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (shared == MAP_FAILED) { perror("purlin-perf: mmap"); return 2; }
   shared->nranks = n;
   pthread_barrierattr_t attr;
@@ -76,9 +91,14 @@ int multiproc_run(const options_t* o, const char* which) {
     pids[r] = fork();
     if (pids[r] < 0) { perror("purlin-perf: fork"); return 2; }
     if (pids[r] == 0) {
-      ncclUniqueId id;
-      fflush(stdout);
-      _exit(run_ranks(o, which, r, 1, &id, shared));
+      char rank[16], fdstr[16];
+      snprintf(rank, sizeof(rank), "%d", r);
+      snprintf(fdstr, sizeof(fdstr), "%d", fd);
+      setenv("PURLIN_PERF_RANK", rank, 1);
+      setenv("PURLIN_PERF_SHM_FD", fdstr, 1);
+      execv("/proc/self/exe", argv);
+      perror("purlin-perf: exec of /proc/self/exe");
+      _exit(2);
     }
   }
   /* A rank that fails leaves the others waiting at a barrier: end them (our own children). */

@@ -13,7 +13,7 @@ PERF_COMMON := $(addprefix $(PERF_DIR)/,main.c bench.c colls.c colls_v.c values.
 PERF_HDRS   := $(wildcard $(PERF_DIR)/*.h) include/purlin.h include/purlin_nccl.h
 PERF_CFLAGS ?= -O2 -g -Wall -Wextra -std=gnu11
 PERF        := $(BUILD)/purlin-perf
-BENCH_ARGS  ?= all -g 4 -b 8 -e 8M -f 4 -n 10
+BENCH_ARGS  ?= all -g 4 -b 8 -e 8M -f 4 -n 20
 
 .PHONY: perf bench perf-test perf-cuda perf-abi-check
 perf: $(PERF)
@@ -33,7 +33,7 @@ perf-test: $(BUILD)/perf-dtype-test $(PERF)
 	$(BUILD)/perf-dtype-test
 	PURLIN_ATOM=host $(PERF) all -g 3 -b 8 -e 64K -f 8 -n 1 -w 0 -d all -o all -r 1 > $(BUILD)/perf-test-g3.txt \
 		|| (tail -n 30 $(BUILD)/perf-test-g3.txt; exit 1)
-	PURLIN_ATOM=host $(PERF) all -g 4 -b 8 -e 1M -f 16 -n 2 -w 1 -d all -m 1 > $(BUILD)/perf-test-m4.txt \
+	PURLIN_ATOM=host $(PERF) all -g 4 -b 8 -e 64K -f 32 -n 2 -w 1 -d all -m 1 > $(BUILD)/perf-test-m4.txt \
 		|| (tail -n 30 $(BUILD)/perf-test-m4.txt; exit 1)
 	@grep -h "Out of bounds" $(BUILD)/perf-test-g3.txt $(BUILD)/perf-test-m4.txt
 
