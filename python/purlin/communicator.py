@@ -242,6 +242,11 @@ class Communicator(Collectives, VCollectives):
         elif stream is None:
             if in_group():
                 arrays = [b.array for b in buffers]  # alive until the group's work is done
-                after_group(lambda: (self.synchronize(), arrays.clear()))
+                after_group(lambda: (self._complete(f"{call} in a group"), arrays.clear()))
             else:
-                self.synchronize()
+                self._complete(call)
+
+    def _complete(self, call: str) -> None:
+        """Waits for a blocking host call; its failures name the call, not only the wait."""
+        _library.check(_library.load().purlinCommSynchronize(self.handle),
+                       f"{call} on rank {self._rank} (purlinCommSynchronize)", self._handle)

@@ -100,11 +100,16 @@ class Cluster:
         while len(results) + len(failures) < self.world_size:
             left = deadline - time.monotonic()
             try:
-                rank, ok, value = self._outbox.get(timeout=max(left, 0.01))
+                rank, ok, value = self._outbox.get(timeout=min(max(left, 0.01), 0.5))
             except queue.Empty:
+                dead = [r for r, p in enumerate(self._processes) if not p.is_alive() and r not in results]
+                if left > 0 and not dead:
+                    continue
                 self.kill()
                 missing = sorted(set(range(self.world_size)) - set(results))
-                raise ScenarioFailed(f"{what}: ranks {missing} gave no answer in {timeout} s") from None
+                why = f"died (exit codes {[self._processes[r].exitcode for r in dead]})" if dead else \
+                    f"gave no answer in {timeout} s"
+                raise ScenarioFailed(f"{what}: ranks {missing} {why}") from None
             if ok:
                 results[rank] = value
             else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Optional
 
 import pytest
 
@@ -19,6 +19,8 @@ BUILT = os.path.join(HERE, "..", "..", "build", "libpurlin.so")
 if "PURLIN_LIBRARY" not in os.environ and os.path.exists(BUILT):
     os.environ["PURLIN_LIBRARY"] = os.path.abspath(BUILT)
 sys.path.insert(0, HERE)  # spawned ranks import scenarios modules by name
+if os.path.join(HERE, "..") not in sys.path:
+    sys.path.insert(1, os.path.abspath(os.path.join(HERE, "..")))  # the package under test, uninstalled
 
 import purlin  # noqa: E402
 
@@ -50,17 +52,19 @@ class Clusters:
     """One live Cluster per world size; a cluster whose scenario failed is replaced."""
 
     def __init__(self) -> None:
-        self._live: Dict[int, Cluster] = {}
+        self._live: Dict[tuple, Cluster] = {}
 
-    def run(self, world_size: int, scenario: str, *args, **kwargs):
-        cluster = self._live.get(world_size)
+    def run(self, world_size: int, scenario: str, *args, env: Optional[Dict[str, str]] = None, **kwargs):
+        """Runs scenario on the cluster of world_size ranks whose environment adds env."""
+        key = (world_size, tuple(sorted((env or {}).items())))
+        cluster = self._live.get(key)
         if cluster is None or not cluster.alive:
-            cluster = self._live[world_size] = Cluster(world_size)
+            cluster = self._live[key] = Cluster(world_size, env=env)
         try:
             return cluster.run(scenario, *args, **kwargs)
         except ScenarioFailed:
             # Ranks may have left the communicator mid-call; never reuse it.
-            self._live.pop(world_size, None)
+            self._live.pop(key, None)
             cluster.kill()
             raise
 

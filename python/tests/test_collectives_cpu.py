@@ -21,11 +21,28 @@ def test_all_reduce_every_op(clusters, world, dtype, count):
     clusters.run(world, "all_reduce", dtype, count, 1)
 
 
+# A 64 KiB staging half makes medium calls take the chunked and ring regimes cheaply.
+SMALL_STAGING = {"PURLIN_STAGE_BYTES": str(64 << 10)}
+
+
 @pytest.mark.parametrize("world", WORLDS)
 @pytest.mark.parametrize("dtype", ["int32", "float32", "bfloat16" if "bfloat16" in FLOAT_DTYPES else "float16"])
-def test_all_reduce_large_is_chunked(clusters, world, dtype):
-    # 3 Mi elements: more than one half of the default 8 MiB host staging area.
-    clusters.run(world, "all_reduce", dtype, 3 << 20 if dtype == "int32" else 1 << 20, 2, timeout=60)
+@pytest.mark.parametrize("count", [20_000, 100_003])
+def test_reductions_larger_than_staging(clusters, world, dtype, count):
+    clusters.run(world, "all_reduce", dtype, count, 2, env=SMALL_STAGING)
+    clusters.run(world, "reduce_scatter", dtype, count // world, 3, env=SMALL_STAGING)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("collective", ["all_gather", "broadcast", "all_to_all", "send_recv_ring"])
+def test_copies_larger_than_staging(clusters, world, collective):
+    clusters.run(world, collective, "float64", 40_000, 4, env=SMALL_STAGING)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_all_reduce_beyond_default_staging(clusters, world):
+    # 9 MiB of float64: more than one half of the default 8 MiB host staging area.
+    clusters.run(world, "all_reduce_sum", "float64", (9 << 20) // 8, 5, timeout=60)
 
 
 @pytest.mark.parametrize("world", WORLDS)
