@@ -1,6 +1,8 @@
 package snac_test
 
 import (
+	"encoding/binary"
+	"slices"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -96,9 +98,7 @@ func (w *world) launch(c *spec.Call, inPlace bool, input []byte) (*snactest.Laun
 		return nil, err
 	}
 	mem := make([]byte, size)
-	for i := range mem {
-		mem[i] = byte(w.rng.Uint32())
-	}
+	garbage(w.rng, mem)
 	in, out := c.Extents()
 	copy(mem[uint64(c.Send)-base:], input)
 	return &snactest.Launch{Plan: plan, Mem: mem, Bufs: []snactest.Buffer{{Send: uint64(c.Send) - base, Recv: uint64(c.Recv) - base, In: in, Out: out}}}, nil
@@ -113,6 +113,10 @@ func (w *world) checkOutput(c *spec.Call, l *snactest.Launch, want spectest.Outp
 	recv := uint64(c.Recv) - base
 	got := l.Mem[recv : recv+out]
 	require.NoError(w.t, spectest.Compare(c.Type, got, want), "rank %d of %s", c.Rank, c)
+	written := l.Written[recv : recv+out]
+	if !inPlace && slices.Equal(want.Covered, written) {
+		return
+	}
 	for i := range out {
 		if want.Covered[i] && !l.Written[recv+i] && !inPlace {
 			w.t.Fatalf("rank %d of %s: output byte %d not written", c.Rank, c, i)
@@ -121,6 +125,13 @@ func (w *world) checkOutput(c *spec.Call, l *snactest.Launch, want spectest.Outp
 			w.t.Fatalf("rank %d of %s: byte %d outside the layout written", c.Rank, c, i)
 		}
 	}
+}
+
+// garbage fills mem with random bytes.
+func garbage(rng *rand.Rand, mem []byte) {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], rng.Uint64())
+	_, _ = rand.NewChaCha8(seed).Read(mem)
 }
 
 // callsFor returns one call per rank of a collective shape.

@@ -57,9 +57,7 @@ func (w *world) runGroup(ops []p2pOp) {
 				bufs = append(bufs, snactest.Buffer{Recv: at, Out: n})
 			}
 		}
-		for i := range mem {
-			mem[i] = byte(w.rng.Uint32())
-		}
+		garbage(w.rng, mem)
 		plan := &snac.Plan{NRanks: w.n}
 		if len(plans) > 0 {
 			var err error

@@ -23,9 +23,12 @@ func randomBytes(rng *rand.Rand) uint64 {
 	case 4, 5, 6:
 		return rng.Uint64N(64 << 10) // staged, chunked
 	case 7, 8:
-		return rng.Uint64N(512 << 10) // ring
+		return rng.Uint64N(256 << 10) // ring
 	}
-	return 1<<20 + rng.Uint64N(1<<20)
+	if raceEnabled {
+		return 64<<10 + rng.Uint64N(64<<10)
+	}
+	return 1<<20 + rng.Uint64N(3<<20) // several MiB over the ranks
 }
 
 // randomCalls draws one call per rank of a random collective.
@@ -93,7 +96,7 @@ func displsFor(rng *rand.Rand, counts []uint64) (uint64, []uint64) {
 // communicator per seed, each checked against the reference.
 func TestPropertySequences(t *testing.T) {
 	seeds := 12
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 4
 	}
 	for seed := range uint64(seeds) {

@@ -57,9 +57,9 @@ func New(topo snac.Topology, seed uint64) *Sim {
 		s.ranks = append(s.ranks, &rank{
 			id:        r,
 			stage:     make([]byte, topo.StageBytes()),
-			stageTag:  make([]uint32, topo.StageBytes()),
+			stageTag:  make([]uint32, (topo.StageBytes()+tagUnit-1)/tagUnit),
 			packets:   make([]byte, topo.PacketBytes()),
-			packetTag: make([]uint32, topo.PacketBytes()),
+			packetTag: make([]uint32, topo.PacketBytes()/16),
 			flags:     make([]uint64, snac.NumSlots),
 			checks:    make([]uint64, 2*snac.NumSlots),
 			epochs:    make([]uint64, snac.NumEpochs),

@@ -140,9 +140,9 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 			return nil, errs.New(errs.ErrInternal, "reads staging [%d,+%d) of %d", at, n, len(owner.stage))
 		}
 		want := tag(rk.calls, owner.id)
-		for k := at; k < at+n; k++ {
+		for k := at / tagUnit; k < (at+n+tagUnit-1)/tagUnit; k++ {
 			if owner.stageTag[k] != want {
-				return nil, errs.New(errs.ErrInternal, "reads rank %d staging byte %d tagged %s in call %d", owner.id, k, tagString(owner.stageTag[k]), rk.calls)
+				return nil, errs.New(errs.ErrInternal, "reads rank %d staging byte %d tagged %s in call %d", owner.id, k*tagUnit, tagString(owner.stageTag[k]), rk.calls)
 			}
 		}
 		return append([]byte(nil), owner.stage[at:at+n]...), nil
@@ -159,8 +159,8 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 			if hi := uint32(le.Uint64(owner.packets[pk+8:]) >> 32); hi != uint32(st.Check) {
 				return nil, errs.New(errs.ErrMismatch, "packet check %#x, want %#x", hi, uint32(st.Check))
 			}
-			if c := owner.packetTag[pk] >> 4; c != uint32(rk.calls+1) {
-				return nil, errs.New(errs.ErrInternal, "reads a packet of rank %d tagged %s in call %d", owner.id, tagString(owner.packetTag[pk]), rk.calls)
+			if c := owner.packetTag[pk/16] >> 4; c != uint32(rk.calls+1) {
+				return nil, errs.New(errs.ErrInternal, "reads a packet of rank %d tagged %s in call %d", owner.id, tagString(owner.packetTag[pk/16]), rk.calls)
 			}
 			copy(out[8*p:min(8*p+8, n)], owner.packets[pk:pk+8])
 		}
@@ -185,9 +185,7 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 			return errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", r.Off, n, b.Out)
 		}
 		copy(l.Mem[b.Recv+r.Off:], data)
-		for k := range n {
-			l.Written[b.Recv+r.Off+k] = true
-		}
+		fill(l.Written[b.Recv+r.Off:b.Recv+r.Off+n], true)
 	case snac.SpaceStage:
 		if int(r.Rank) != rk.id {
 			return errs.New(errs.ErrInternal, "writes rank %d's staging", r.Rank)
@@ -197,10 +195,7 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 			return errs.New(errs.ErrInternal, "writes staging [%d,+%d) of %d", at, n, len(rk.stage))
 		}
 		copy(rk.stage[at:], data)
-		t := tag(rk.calls, rk.id)
-		for k := at; k < at+n; k++ {
-			rk.stageTag[k] = t
-		}
+		fill(rk.stageTag[at/tagUnit:(at+n+tagUnit-1)/tagUnit], tag(rk.calls, rk.id))
 	case snac.SpacePacket:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
@@ -216,15 +211,28 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 			copy(payload[:], data[8*p:min(8*p+8, n)])
 			copy(owner.packets[pk:], payload[:])
 			le.PutUint64(owner.packets[pk+8:], word)
-			for k := pk; k < pk+16; k++ {
-				owner.packetTag[k] = t
-			}
+			owner.packetTag[pk/16] = t
 		}
 	default:
 		return errs.New(errs.ErrInternal, "space %d", r.Space)
 	}
 	return nil
 }
+
+// fill sets every element of s to v with O(log n) copies (cheap under -race).
+func fill[T any](s []T, v T) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = v
+	for k := 1; k < len(s); k *= 2 {
+		copy(s[k:], s[:k])
+	}
+}
+
+// tagUnit is the staging bytes one tag covers: Plans stage 16-byte-aligned
+// pieces, and a piece's reader reads exactly what its writer wrote.
+const tagUnit = 16
 
 func tag(call, writer int) uint32 { return uint32(call+1)<<4 | uint32(writer) }
 

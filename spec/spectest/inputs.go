@@ -10,8 +10,12 @@ import (
 // Fill writes random elements of type t into buf, exactly representable in
 // t and never all zero. For Prod the values lie near 1 (so products neither
 // vanish nor overflow); fp8 values stay small so sums do not saturate often.
+//
+// Beyond the first period elements the values repeat with that period (a
+// prime number of elements, so no power-of-two misplacement maps an element
+// onto an equal one): large buffers fill fast, even under -race.
 func Fill(rng *rand.Rand, t spec.DataType, kind spec.OpKind, buf []byte) {
-	n := len(buf) / t.Size()
+	n := min(len(buf)/t.Size(), period)
 	for i := range n {
 		if t.IsFloat() {
 			numeric.SetFloat64(t, buf, i, randomFloat(rng, t, kind))
@@ -19,7 +23,13 @@ func Fill(rng *rand.Rand, t spec.DataType, kind spec.OpKind, buf []byte) {
 		}
 		numeric.SetInt64(t, buf, i, randomInt(rng, t, kind))
 	}
+	for k := n * t.Size(); k > 0 && k < len(buf); k *= 2 {
+		copy(buf[k:], buf[:k])
+	}
 }
+
+// period is the number of distinct random elements Fill draws (a prime).
+const period = 4093
 
 func randomFloat(rng *rand.Rand, t spec.DataType, kind spec.OpKind) float64 {
 	if kind == spec.Prod {

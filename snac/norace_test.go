@@ -1,0 +1,5 @@
+//go:build !race
+
+package snac_test
+
+const raceEnabled = false
