@@ -53,7 +53,9 @@ func TestCacheKeysEveryShapeField(t *testing.T) {
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	cache := snac.NewCache(2)
 	topo := testTopo(1)
-	call := func(n uint64) *spec.Call { return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: 1} }
+	call := func(n uint64) *spec.Call {
+		return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: 1}
+	}
 	a, _ := cache.Plan(call(1), topo)
 	_, _ = cache.Plan(call(2), topo)
 	again, _ := cache.Plan(call(1), topo) // 1 is now the most recent

@@ -2,9 +2,9 @@ package snac_test
 
 import (
 	"encoding/binary"
-	"slices"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"

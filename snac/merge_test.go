@@ -26,10 +26,10 @@ type p2pOp struct {
 func (w *world) runGroup(ops []p2pOp) {
 	launches := make([][]*snactest.Launch, w.n)
 	type check struct {
-		l      *snactest.Launch
-		at     uint64
-		want   []byte
-		rank   int
+		l    *snactest.Launch
+		at   uint64
+		want []byte
+		rank int
 	}
 	var checks []check
 	for r := range w.n {

@@ -26,7 +26,7 @@ func TestMismatchedCallsAreDetected(t *testing.T) {
 		{"collective", func(c *spec.Call) { c.Coll = spec.AllReduce }},
 	}
 	for _, coll := range []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.Reduce, spec.Broadcast, spec.AllGather} {
-		for _, count := range []uint64{16, 3000, 60000} {
+		for _, count := range []uint64{16, 3000, 20000} {
 			for _, tc := range cases {
 				w := newWorld(t, 3, count)
 				calls := callsFor(3, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, 1)

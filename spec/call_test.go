@@ -1,0 +1,170 @@
+package spec_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/errs"
+	"purlin/spec"
+)
+
+func good() spec.Call {
+	return spec.Call{Coll: spec.AllReduce, Send: 0x1000, Recv: 0x2000, Count: 16, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Rank: 1, NRanks: 4}
+}
+
+func TestValidateRejectsEachBadArgument(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(c *spec.Call)
+		says   string
+	}{
+		{"unknown collective", func(c *spec.Call) { c.Coll = spec.NumCollectives }, "unknown collective"},
+		{"rank too large", func(c *spec.Call) { c.Rank = 4 }, "rank 4 of 4"},
+		{"negative rank", func(c *spec.Call) { c.Rank = -1 }, "rank -1"},
+		{"no ranks", func(c *spec.Call) { c.NRanks = 0; c.Rank = 0 }, "of 0 ranks"},
+		{"bad dtype", func(c *spec.Call) { c.Type = spec.NumTypes }, "invalid data type"},
+		{"negative dtype", func(c *spec.Call) { c.Type = -1 }, "invalid data type"},
+		{"bad op", func(c *spec.Call) { c.Op.Kind = 6 }, "invalid reduction op"},
+		{"negative op", func(c *spec.Call) { c.Op.Kind = -1 }, "invalid reduction op"},
+		{"bad root", func(c *spec.Call) { c.Coll = spec.Broadcast; c.Root = 4 }, "root 4"},
+		{"negative root", func(c *spec.Call) { c.Coll = spec.Reduce; c.Root = -1 }, "root -1"},
+		{"bad peer", func(c *spec.Call) { c.Coll = spec.SendRecv; c.IsSend = true; c.Peer = 9 }, "Send: peer 9"},
+		{"bad recv peer", func(c *spec.Call) { c.Coll = spec.SendRecv; c.Peer = -2 }, "Recv: peer -2"},
+		{"huge count", func(c *spec.Call) { c.Count = 1 << 62 }, "too large"},
+		{"huge allgather", func(c *spec.Call) { c.Coll = spec.AllGather; c.Count = spec.MaxBytes / 8 }, "too large"},
+		{"null send", func(c *spec.Call) { c.Send = 0 }, "sendbuff is NULL"},
+		{"null recv", func(c *spec.Call) { c.Recv = 0 }, "recvbuff is NULL"},
+		{"misaligned", func(c *spec.Call) { c.Send = 0x1002 }, "not aligned"},
+		{"overlap", func(c *spec.Call) { c.Recv = c.Send + 8 }, "overlap"},
+		{"short V", func(c *spec.Call) { c.Coll = spec.AllGatherV; c.Counts = []uint64{1, 2} }, "need 4 counts"},
+		{"V overlap", func(c *spec.Call) {
+			c.Coll = spec.AllGatherV
+			c.Counts, c.Displs = []uint64{4, 4, 4, 4}, []uint64{0, 2, 8, 12}
+		}, "slices 0 and 1 overlap"},
+		{"V huge", func(c *spec.Call) {
+			c.Coll = spec.ReduceScatterV
+			c.Counts, c.Displs = []uint64{1, 1, 1, spec.MaxBytes + 1}, []uint64{0, 1, 2, 3}
+		}, "too large"},
+		{"alltoallv short", func(c *spec.Call) { c.Coll = spec.AllToAllV; c.SendCounts = []uint64{1} }, "need 4 send and receive"},
+		{"alltoallv overlap", func(c *spec.Call) {
+			c.Coll = spec.AllToAllV
+			c.SendCounts, c.SendDispls = []uint64{2, 2, 2, 2}, []uint64{0, 1, 4, 6}
+			c.RecvCounts, c.RecvDispls = []uint64{1, 1, 1, 1}, []uint64{0, 1, 2, 3}
+		}, "sendcounts slices 0 and 1 overlap"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good()
+			tc.change(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			require.True(t, errors.Is(err, errs.ErrInvalidArgument), "%v", err)
+			require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
+			require.Contains(t, err.Error(), tc.says)
+		})
+	}
+}
+
+func TestValidateAcceptsGoodCalls(t *testing.T) {
+	cases := []func(c *spec.Call){
+		func(c *spec.Call) {},
+		func(c *spec.Call) { c.Recv = c.Send },                               // in place
+		func(c *spec.Call) { c.Count = 0; c.Send, c.Recv = 0, 0 },            // empty: NULL is fine
+		func(c *spec.Call) { c.Coll = spec.AllGather; c.Send = c.Recv + 64 }, // rank 1 in place
+		func(c *spec.Call) { c.Coll = spec.Broadcast; c.Root = 3 },
+		func(c *spec.Call) { c.Coll = spec.Reduce; c.Root = 0; c.Recv = 0 }, // non-root: no output
+		func(c *spec.Call) { c.Coll = spec.SendRecv; c.IsSend = true; c.Peer = 2; c.Recv = 0 },
+		func(c *spec.Call) {
+			c.Coll = spec.AllGatherV
+			c.Counts, c.Displs = []uint64{4, 0, 4, 4}, []uint64{0, 2, 4, 9}
+		},
+		func(c *spec.Call) { c.Coll = spec.AllGather; c.Op.Kind = 77 }, // copies ignore the op
+	}
+	for i, change := range cases {
+		c := good()
+		change(&c)
+		require.NoError(t, c.Validate(), "case %d: %s", i, &c)
+	}
+}
+
+func TestInPlace(t *testing.T) {
+	const r, n, count = 2, 4, 8
+	cases := []struct {
+		coll       spec.Collective
+		send, recv uintptr
+		want       bool
+	}{
+		{spec.AllReduce, 0x1000, 0x1000, true},
+		{spec.AllReduce, 0x1000, 0x2000, false},
+		{spec.AllGather, 0x1000 + r*count*4, 0x1000, true},
+		{spec.AllGather, 0x1000, 0x1000, false},
+		{spec.ReduceScatter, 0x1000, 0x1000 + r*count*4, true},
+		{spec.Gather, 0x1000 + r*count*4, 0x1000, true},
+		{spec.Scatter, 0x1000, 0x1000 + r*count*4, true},
+		{spec.AllToAll, 0x1000, 0x1000, true},
+		{spec.Broadcast, 0x1000, 0x1000, true},
+		{spec.SendRecv, 0x1000, 0x1000, false},
+	}
+	for _, tc := range cases {
+		c := spec.Call{Coll: tc.coll, Send: tc.send, Recv: tc.recv, Count: count, Type: spec.Float32, Rank: r, NRanks: n}
+		require.Equal(t, tc.want, c.InPlace(), "%s", tc.coll)
+	}
+	v := spec.Call{Coll: spec.AllGatherV, Count: 0, Type: spec.Int64, Rank: 1, NRanks: 2, Counts: []uint64{3, 5}, Displs: []uint64{0, 3}, Recv: 0x1000, Send: 0x1000 + 3*8}
+	require.True(t, v.InPlace())
+	v.Coll, v.Send, v.Recv = spec.ReduceScatterV, 0x1000, 0x1000+3*8
+	require.True(t, v.InPlace())
+}
+
+func TestExtents(t *testing.T) {
+	const count = 10
+	cases := []struct {
+		coll    spec.Collective
+		rank    int
+		in, out uint64
+	}{
+		{spec.AllReduce, 0, 40, 40},
+		{spec.AllGather, 0, 40, 160},
+		{spec.ReduceScatter, 0, 160, 40},
+		{spec.AllToAll, 0, 160, 160},
+		{spec.Broadcast, 1, 40, 40}, // root
+		{spec.Broadcast, 0, 0, 40},
+		{spec.Reduce, 1, 40, 40},
+		{spec.Reduce, 0, 40, 0},
+		{spec.Gather, 1, 40, 160},
+		{spec.Gather, 2, 40, 0},
+		{spec.Scatter, 1, 160, 40},
+		{spec.Scatter, 3, 0, 40},
+	}
+	for _, tc := range cases {
+		c := spec.Call{Coll: tc.coll, Count: count, Type: spec.Float32, Root: 1, Rank: tc.rank, NRanks: 4}
+		in, out := c.Extents()
+		require.Equal(t, [2]uint64{tc.in, tc.out}, [2]uint64{in, out}, "%s rank %d", tc.coll, tc.rank)
+	}
+	send := spec.Call{Coll: spec.SendRecv, Count: 3, Type: spec.Int64, IsSend: true, NRanks: 2}
+	in, out := send.Extents()
+	require.Equal(t, [2]uint64{24, 0}, [2]uint64{in, out})
+	v := spec.Call{Coll: spec.AllToAllV, Type: spec.Int8, Rank: 0, NRanks: 2,
+		SendCounts: []uint64{2, 0}, SendDispls: []uint64{5, 100}, RecvCounts: []uint64{1, 3}, RecvDispls: []uint64{3, 0}}
+	in, out = v.Extents()
+	require.Equal(t, [2]uint64{7, 4}, [2]uint64{in, out}, "empty slices do not extend a V buffer")
+}
+
+func TestFromLayoutsEveryRow(t *testing.T) {
+	for c := spec.Collective(0); c < spec.NumCollectives; c++ {
+		d := c.Definition()
+		got, err := spec.FromLayouts(d.Consume, d.In, d.Out)
+		if c == spec.SendRecv {
+			require.NotEqual(t, spec.SendRecv, got, "Send/Recv have their own entry points")
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, c, got)
+		require.Equal(t, d.Consume == spec.ConsumeReduce, c.Reduces())
+		require.Equal(t, d.In.Rooted || d.Out.Rooted, c.Rooted())
+	}
+	_, err := spec.FromLayouts(spec.ConsumeReduce, spec.Layout{Shape: spec.Transposed}, spec.Layout{Shape: spec.Packed})
+	require.ErrorIs(t, err, spec.ErrNoCollective)
+	require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
+}

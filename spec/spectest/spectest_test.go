@@ -1,0 +1,87 @@
+package spectest_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/numeric"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+var everyType = []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint32, spec.Int64, spec.Uint64,
+	spec.Float16, spec.Float32, spec.Float64, spec.Bfloat16, spec.Float8e4m3, spec.Float8e5m2}
+
+// TestReferenceAgreesWithNumericReduce: the host reduction (rank order, fp32
+// accumulation) lands within the reference's tolerance for every type, op
+// and rank count, and bit-exact for integers, Max and Min.
+func TestReferenceAgreesWithNumericReduce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range everyType {
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			for n := 1; n <= 8; n++ {
+				op := spec.Op{Kind: kind, Scalar: 1.5}
+				calls := make([]*spec.Call, n)
+				for r := range n {
+					calls[r] = &spec.Call{Coll: spec.AllReduce, Type: typ, Op: op, Count: 777, Rank: r, NRanks: n}
+				}
+				in := spectest.Inputs(rng, calls)
+				want := spectest.Expected(calls, in)
+				got := make([]byte, len(in[0]))
+				numeric.Reduce(got, in, typ, op, n)
+				for r := range n {
+					require.NoError(t, spectest.Compare(typ, got, want[r]), "%s %s n=%d", typ, op, n)
+				}
+			}
+		}
+	}
+}
+
+func TestCompareIsTight(t *testing.T) {
+	calls := []*spec.Call{{Coll: spec.AllReduce, Type: spec.Float16, Op: spec.Op{Kind: spec.Sum}, Count: 1, NRanks: 2},
+		{Coll: spec.AllReduce, Type: spec.Float16, Op: spec.Op{Kind: spec.Sum}, Count: 1, Rank: 1, NRanks: 2}}
+	in := [][]byte{make([]byte, 2), make([]byte, 2)}
+	numeric.SetFloat64(spec.Float16, in[0], 0, 1.0)
+	numeric.SetFloat64(spec.Float16, in[1], 0, 0.5)
+	want := spectest.Expected(calls, in)[0]
+	require.Equal(t, 1.5, numeric.GetFloat64(spec.Float16, want.Data, 0))
+	got := make([]byte, 2)
+	numeric.SetFloat64(spec.Float16, got, 0, 1.5+2*0.0009765625) // two ulps away
+	require.Error(t, spectest.Compare(spec.Float16, got, want))
+	numeric.SetFloat64(spec.Float16, got, 0, 1.5)
+	require.NoError(t, spectest.Compare(spec.Float16, got, want))
+}
+
+func TestCopiesAreExactAndGapsIgnored(t *testing.T) {
+	calls := make([]*spec.Call, 2)
+	for r := range 2 {
+		calls[r] = &spec.Call{Coll: spec.AllGatherV, Type: spec.Int32, NRanks: 2, Rank: r, Counts: []uint64{2, 1}, Displs: []uint64{0, 3}}
+	}
+	in := spectest.Inputs(rand.New(rand.NewPCG(3, 4)), calls)
+	want := spectest.Expected(calls, in)[1]
+	require.Equal(t, []bool{true, true, true, true, true, true, true, true, false, false, false, false, true, true, true, true}, want.Covered)
+	got := append([]byte(nil), want.Data...)
+	got[8] ^= 0xff // in the gap: ignored
+	require.NoError(t, spectest.Compare(spec.Int32, got, want))
+	got[12] ^= 1
+	require.Error(t, spectest.Compare(spec.Int32, got, want))
+}
+
+func TestFillIsNeverAllZero(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range everyType {
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			buf := make([]byte, 10000*typ.Size())
+			spectest.Fill(rng, typ, kind, buf)
+			zero := 0
+			for i := range 10000 {
+				if numeric.GetFloat64(typ, buf, i) == 0 {
+					zero++
+				}
+			}
+			require.Less(t, zero, 200, "%s %s", typ, kind)
+		}
+	}
+}
