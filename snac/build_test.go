@@ -5,17 +5,35 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/snac"
 	"purlin/spec"
 )
 
 func TestBuildEveryRegimeSmoke(t *testing.T) {
 	for _, coll := range []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll, spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter} {
-		for _, count := range []uint64{0, 1, 100, 3000, 40000} {
+		for _, count := range []uint64{0, 1, 100, 3000, 10000, 40000} {
 			for _, inPlace := range []bool{false, true} {
 				w := newWorld(t, 4, count+uint64(coll))
 				calls := callsFor(4, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, 1)
 				require.NoError(t, w.run(calls, inPlace), describe(calls, inPlace))
 			}
 		}
+	}
+}
+
+// TestEveryRegimeIsReached: the test topology's small sizes reach every
+// regime, so the property tests exercise them all.
+func TestEveryRegimeIsReached(t *testing.T) {
+	seen := map[snac.Regime]bool{}
+	for _, coll := range []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.Broadcast} {
+		for _, count := range []uint64{0, 100, 3000, 10000, 40000, 120000} {
+			c := &spec.Call{Coll: coll, Type: spec.Float32, Count: count, NRanks: 4}
+			p, err := snac.Build(c, testTopo(4))
+			require.NoError(t, err)
+			seen[p.Regime] = true
+		}
+	}
+	for r := snac.RegimeEmpty; r <= snac.RegimeRing; r++ {
+		require.True(t, seen[r], "regime %s never reached", r)
 	}
 }
