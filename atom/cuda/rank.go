@@ -1,0 +1,174 @@
+package cuda
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"purlin/atom"
+	"purlin/config"
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// Rank is one rank's GPU datapath: its symmetric window, epochs, abort flag
+// and status word, the kernel loaded in its context, and its cached Plans.
+// Launch may be called from any goroutine; the fields below are set by
+// NewRank and read-only afterwards, except the plan cache (its own lock).
+type Rank struct {
+	topo   snac.Topology
+	device int
+	ctx    cuContext
+	fn     cuFunction
+	layout window
+	mem    *symmetric
+	epochs devicePtr
+	host   hostMapped // [0:4] abort flag (uint32), [8:16] status word (uint64)
+	base   launchArgs // the Launch fields every call shares
+	plans  plans
+}
+
+var _ atom.Rank = (*Rank)(nil)
+
+// NewRank sets up rank topo.Rank on device opts.Device: the caller's current
+// context if it is that device's, else the device's primary context. Every
+// rank of the communicator must call it (it exchanges memory through ex).
+func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, error) {
+	if len(kernelImage) == 0 {
+		return nil, errs.New(errs.ErrUnsupported, "cuda NewRank: built without CUDA kernels")
+	}
+	if err := loadDriver(); err != nil {
+		return nil, err
+	}
+	if topo.NRanks < 1 || topo.NRanks > snac.MaxRanks || topo.Rank < 0 || topo.Rank >= topo.NRanks {
+		return nil, errs.New(errs.ErrInvalidArgument, "cuda NewRank: rank %d of %d", topo.Rank, topo.NRanks)
+	}
+	r := &Rank{topo: topo, device: opts.Device, layout: windowLayout(topo)}
+	var prev cuContext
+	if res := driver.CtxGetCurrent(&prev); res != cuSuccess {
+		return nil, cuErr(res, "cuCtxGetCurrent")
+	}
+	ctx, err := bindContext(opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	r.ctx = ctx
+	err = inContext(ctx, func() error { return r.setup(ex, opts) })
+	if prev != 0 && prev != ctx {
+		driver.CtxSetCurrent(prev)
+	}
+	if err != nil {
+		r.free()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
+	var err error
+	if r.fn, err = kernelFunction(r.ctx); err != nil {
+		return err
+	}
+	if r.host, err = allocHostMapped(64); err != nil {
+		return err
+	}
+	size := uintptr(snac.NumEpochs * 8)
+	if res := driver.MemAlloc(&r.epochs, size); res != cuSuccess {
+		return cuErr(res, "cuMemAlloc", "epochs")
+	}
+	if res := driver.MemsetD8(r.epochs, 0, size); res != cuSuccess {
+		return cuErr(res, "cuMemsetD8", "epochs")
+	}
+	if r.mem, err = shareWindows(ex, r.device, r.layout); err != nil {
+		return err
+	}
+	timeout := opts.TimeoutNanos
+	if timeout <= 0 {
+		timeout = int64(config.Get().Timeout)
+	}
+	r.base = launchArgs{
+		Epochs:    uint64(r.epochs),
+		AbortFlag: uint64(r.host.dev),
+		Status:    uint64(r.host.dev) + 8,
+		TimeoutNs: uint64(timeout),
+		Rank:      int32(r.topo.Rank),
+		Peers:     r.mem.peersOf(r.layout, r.topo.NRanks),
+	}
+	return nil
+}
+
+// Launch enqueues plan on stream (a CUstream / cudaStream_t; 0 is the
+// legacy default stream) and returns at once. It is legal during CUDA graph
+// capture; a Plan first seen during capture is read from host-mapped memory
+// (see plans.upload): run a call once before capturing it for full speed.
+func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) error {
+	if len(plan.Workers) == 0 {
+		return nil
+	}
+	if len(bufs) > MaxBuffers {
+		return errs.New(errs.ErrUnsupported, "cuda Launch rank %d: %d buffer pairs, at most %d", r.topo.Rank, len(bufs), MaxBuffers)
+	}
+	d := r.plans.lookup(plan)
+	if d == nil {
+		err := inContext(r.ctx, func() (err error) {
+			d, err = r.plans.upload(plan, cuStream(stream))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	args := r.base
+	args.Steps, args.Workers, args.Fill = d.steps, d.workers, d.fill
+	args.DType, args.Op, args.NRanks = int32(plan.Type), int32(plan.Op.Kind), int32(plan.NRanks)
+	args.Scalar, args.ScalarPtr = plan.Op.Scalar, uint64(plan.Op.ScalarPtr)
+	for i, b := range bufs {
+		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
+	}
+	if res := launchKernel(r.ctx, r.fn, d.nworkers, threadsPerBlock, cuStream(stream), &args); res != cuSuccess {
+		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
+	}
+	return nil
+}
+
+// AsyncError returns the first failure a kernel of this rank reported.
+func (r *Rank) AsyncError() error {
+	if r.host.host == nil {
+		return nil
+	}
+	return statusError(atomic.LoadUint64((*uint64)(unsafe.Add(r.host.host, 8))), r.topo.Rank)
+}
+
+// Abort makes every wait of running and future kernels fail with ErrAborted.
+func (r *Rank) Abort() {
+	if r.host.host != nil {
+		atomic.StoreUint32((*uint32)(r.host.host), 1)
+	}
+}
+
+// Close waits for the rank's context to finish its work (bounded: every
+// kernel wait is), then frees the rank's memory.
+func (r *Rank) Close() error {
+	var err error
+	if r.ctx != 0 {
+		err = inContext(r.ctx, func() error {
+			res := driver.CtxSynchronize()
+			r.free()
+			return cuErr(res, "cuCtxSynchronize", "closing rank ", r.topo.Rank)
+		})
+	}
+	return err
+}
+
+func (r *Rank) free() {
+	r.plans.free()
+	if r.mem != nil {
+		r.mem.free()
+		r.mem = nil
+	}
+	if r.epochs != 0 {
+		driver.MemFree(r.epochs)
+		r.epochs = 0
+	}
+	r.host.free()
+	r.host = hostMapped{}
+}

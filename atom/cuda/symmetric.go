@@ -1,0 +1,133 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"os"
+
+	"purlin/atom"
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// window is a rank's symmetric memory, one VMM allocation laid out alike on
+// every rank (the Topology is equal everywhere):
+//
+//	[staging | packets | flags | checks]
+//
+// Flags, checks and packets start zeroed; nothing clears them afterwards.
+type window struct {
+	stage, packet, flags, checks uint64 // offsets
+	size                         uintptr
+}
+
+func windowLayout(t snac.Topology) window {
+	const align = 4096
+	up := func(x uint64) uint64 { return (x + align - 1) / align * align }
+	var w window
+	w.stage = 0
+	w.packet = up(t.StageBytes())
+	w.flags = w.packet + up(t.PacketBytes())
+	w.checks = w.flags + up(snac.NumSlots*8)
+	w.size = uintptr(w.checks + up(snac.NumSlots*2*8))
+	return w
+}
+
+// symmetric is every rank's window as this rank addresses it.
+type symmetric struct {
+	mine    vmm
+	imports []vmm // other processes' windows mapped here
+	base    [snac.MaxRanks]uint64
+}
+
+// shareWindows allocates this rank's window on device, zeroes it and makes
+// every rank's window addressable. Ranks in one process use each other's
+// mappings directly (the owner gave every peer device access); ranks in
+// several processes pass POSIX fds (Exchange.AllGatherFD) and map them.
+// Every rank takes the same branch: it is decided from all ranks' pids.
+func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
+	mine, err := allocVMM(device, w.size)
+	if err != nil {
+		return nil, err
+	}
+	s := &symmetric{mine: mine}
+	fail := func(err error) (*symmetric, error) { s.free(); return nil, err }
+	if r := driver.MemsetD8(mine.ptr, 0, mine.size); r != cuSuccess {
+		return fail(cuErr(r, "cuMemsetD8", "window"))
+	}
+	if r := driver.CtxSynchronize(); r != cuSuccess { // zeroed before any peer can notify
+		return fail(cuErr(r, "cuCtxSynchronize", "window"))
+	}
+	msg := make([]byte, 24)
+	binary.LittleEndian.PutUint64(msg[0:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(msg[8:], uint64(mine.ptr))
+	binary.LittleEndian.PutUint64(msg[16:], uint64(mine.size))
+	all, err := ex.AllGather(msg)
+	if err != nil {
+		return fail(errs.New(errs.ErrRemote, "cuda window exchange rank %d: %v", ex.Rank(), err))
+	}
+	if len(all) > snac.MaxRanks {
+		return fail(errs.New(errs.ErrInvalidArgument, "cuda: %d ranks, at most %d", len(all), snac.MaxRanks))
+	}
+	onePID := true
+	for r, m := range all {
+		if len(m) != 24 {
+			return fail(errs.New(errs.ErrRemote, "cuda window exchange: rank %d sent %d bytes", r, len(m)))
+		}
+		onePID = onePID && binary.LittleEndian.Uint64(m) == uint64(os.Getpid())
+		if binary.LittleEndian.Uint64(m[16:]) != uint64(mine.size) {
+			return fail(errs.New(errs.ErrInvalidUsage, "cuda window exchange: rank %d's window differs in size", r))
+		}
+	}
+	if onePID {
+		for r, m := range all {
+			s.base[r] = binary.LittleEndian.Uint64(m[8:])
+		}
+		return s, nil
+	}
+	fd, err := mine.export()
+	if err != nil {
+		return fail(err)
+	}
+	fds, err := ex.AllGatherFD(fd)
+	closeFDs([]int{fd})
+	if err != nil {
+		return fail(errs.New(errs.ErrRemote, "cuda window fd exchange rank %d: %v", ex.Rank(), err))
+	}
+	defer closeFDs(fds)
+	for r := range all {
+		if r == ex.Rank() {
+			s.base[r] = uint64(mine.ptr)
+			continue
+		}
+		m, err := importVMM(fds[r], mine.size, device)
+		if err != nil {
+			return fail(err)
+		}
+		s.imports = append(s.imports, m)
+		s.base[r] = uint64(m.ptr)
+	}
+	// Everyone has mapped everyone before anyone launches.
+	if _, err := ex.AllGather(nil); err != nil {
+		return fail(errs.New(errs.ErrRemote, "cuda window barrier rank %d: %v", ex.Rank(), err))
+	}
+	return s, nil
+}
+
+func (s *symmetric) free() {
+	for _, m := range s.imports {
+		m.free()
+	}
+	s.mine.free()
+}
+
+// peersOf fills the kernel's view of every rank's spaces.
+func (s *symmetric) peersOf(w window, nranks int) peers {
+	var p peers
+	for r := 0; r < nranks; r++ {
+		p.Stage[r] = s.base[r] + w.stage
+		p.Packet[r] = s.base[r] + w.packet
+		p.Flags[r] = s.base[r] + w.flags
+		p.Checks[r] = s.base[r] + w.checks
+	}
+	return p
+}

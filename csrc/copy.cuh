@@ -1,0 +1,119 @@
+/**
+ * @file copy.cuh
+ * @brief Block-wide data movement for Copy and Reduce steps over plain memory
+ * (caller buffers, staging; local or an NVLink peer's), and over packets.
+ *
+ * Plain memory moves in 16-byte vectors, four in flight per thread, when
+ * every address is 16-byte aligned, with a scalar tail; otherwise in the
+ * widest unit all addresses share. Packets move 8 payload bytes per thread
+ * per packet (packets.cuh).
+ */
+#pragma once
+#include <stdint.h>
+
+#include "packets.cuh"
+#include "reduce.cuh"
+
+namespace purlin {
+
+constexpr int kThreads = 512;  // threads per block (one worker)
+constexpr int kUnroll = 4;     // 16-byte vectors in flight per thread
+
+template <typename W>
+__device__ __forceinline__ void copyUnits(uint64_t dst, uint64_t src, uint64_t n) {
+  const W* s = (const W*)src;
+  W* d = (W*)dst;
+  uint64_t i = threadIdx.x;
+  for (; i + (kUnroll - 1) * kThreads < n; i += kUnroll * kThreads) {
+    W v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) v[u] = s[i + u * kThreads];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) d[i + u * kThreads] = v[u];
+  }
+  for (; i < n; i += kThreads) d[i] = s[i];
+}
+
+/** copyPlain: Copy bytes from src to dst with all threads of the block. */
+__device__ __forceinline__ void copyPlain(uint64_t dst, uint64_t src, uint64_t bytes) {
+  uint64_t align = dst | src;
+  uint64_t head = 0;
+  if ((align & 15) == 0) {
+    copyUnits<uint4>(dst, src, bytes / 16);
+    head = bytes & ~15ull;
+  } else if ((align & 7) == 0) {
+    copyUnits<uint64_t>(dst, src, bytes / 8);
+    head = bytes & ~7ull;
+  } else if ((align & 3) == 0) {
+    copyUnits<uint32_t>(dst, src, bytes / 4);
+    head = bytes & ~3ull;
+  }
+  for (uint64_t i = head + threadIdx.x; i < bytes; i += kThreads)
+    ((uint8_t*)dst)[i] = ((const uint8_t*)src)[i];
+}
+
+/** reducePlain: Reduce n plain sources into dst, element by element. */
+template <typename R>
+__device__ __forceinline__ void reducePlain(const R& r, uint64_t dst, const uint64_t* src, int n,
+                                            uint64_t bytes) {
+  using T = typename R::T;
+  uint64_t align = dst;
+  for (int j = 0; j < n; j++) align |= src[j];
+  uint64_t head = 0;
+  if ((align & 15) == 0) {
+    uint64_t nv = bytes / 16;
+    for (uint64_t i = threadIdx.x; i < nv; i += kThreads)
+      ((uint4*)dst)[i] = reduceWords<R, uint4>(r, n, [&](int j) { return ((const uint4*)src[j])[i]; });
+    head = nv * 16;
+  }
+  uint64_t elems = bytes / sizeof(T);
+  for (uint64_t e = head / sizeof(T) + threadIdx.x; e < elems; e += kThreads)
+    ((T*)dst)[e] = reduceWords<R, T>(r, n, [&](int j) { return ((const T*)src[j])[e]; });
+}
+
+/* ---------- packets: 8 payload bytes per thread ---------- */
+
+__device__ __forceinline__ uint64_t loadBytes(uint64_t addr, uint32_t valid) {
+  if (valid == 8 && (addr & 7) == 0) return *(const uint64_t*)addr;
+  uint64_t w = 0;
+  for (uint32_t b = 0; b < valid; b++) w |= (uint64_t)((const uint8_t*)addr)[b] << (8 * b);
+  return w;
+}
+__device__ __forceinline__ void storeBytes(uint64_t addr, uint64_t w, uint32_t valid) {
+  if (valid == 8 && (addr & 7) == 0) {
+    *(uint64_t*)addr = w;
+    return;
+  }
+  for (uint32_t b = 0; b < valid; b++) ((uint8_t*)addr)[b] = (uint8_t)(w >> (8 * b));
+}
+
+/** movePackets runs a Copy or Reduce step of which some Ref is in packet
+ * space: each thread takes 8-byte chunks, reads each source word (waiting
+ * for packet sources), combines them with combine(n, load) and writes a
+ * plain word or a packet. Returns this thread's status. */
+template <typename Combine>
+__device__ __forceinline__ uint32_t movePackets(const Launch& L, const Step& s, uint64_t epoch,
+                                                uint64_t dst, const uint64_t* src, int n,
+                                                const Combine& combine) {
+  const uint64_t flag = packetFlag(s.check, epoch, s.delta);
+  const bool dstPacket = s.dst.space == kSpacePacket;
+  const uint64_t chunks = (s.bytes + 7) / 8;
+  for (uint64_t c = threadIdx.x; c < chunks; c += kThreads) {
+    uint64_t left = s.bytes - 8 * c;
+    uint32_t valid = left < 8 ? (uint32_t)left : 8u;
+    uint32_t st = kStatusOK;
+    uint64_t out = combine(n, [&](int j) -> uint64_t {
+      uint64_t w = 0;
+      if (st) return 0;
+      if (s.src[j].space == kSpacePacket) st = loadPacket(L, src[j] + 16 * c, flag, &w);
+      else w = loadBytes(src[j] + 8 * c, valid);
+      return w;
+    });
+    if (st) return st;
+    if (dstPacket) storePacket(dst + 16 * c, out, flag);
+    else storeBytes(dst + 8 * c, out, valid);
+  }
+  return kStatusOK;
+}
+
+}  // namespace purlin

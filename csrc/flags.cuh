@@ -1,0 +1,108 @@
+/**
+ * @file flags.cuh
+ * @brief Notify and Wait: monotonic 64-bit flags, check words, bounded spins.
+ *
+ * Flags are never cleared: a Notify raises a peer's flag to epoch+delta and a
+ * Wait is satisfied by any value >= its target, so a peer that is a call
+ * ahead never un-satisfies us. Check words sit beside the flags, indexed
+ * slot*2 + (epoch&1), because a peer may already be one call ahead when we
+ * read ours.
+ */
+#pragma once
+#include <stdint.h>
+
+#include "plan.cuh"
+#include "status.cuh"
+
+namespace purlin {
+
+/** Spins between two looks at the abort flag, the status word and the clock. */
+constexpr uint32_t kSpinsPerCheck = 1024;
+
+/* ---------- ordered loads and stores (system scope: peers and the host) ---------- */
+
+/** loadRelaxed: no ordering; for polling only. */
+__device__ __forceinline__ uint64_t loadRelaxed(uint64_t addr) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t loadRelaxed32(uint64_t addr) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(addr) : "memory");
+  return v;
+}
+/** loadAcquire: later loads of this thread (and of its block, after a
+ * barrier) see every write the releasing peer made before its release. */
+__device__ __forceinline__ uint64_t loadAcquire(uint64_t addr) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
+  return v;
+}
+/** storeRelaxed: no ordering; the release that follows publishes it. */
+__device__ __forceinline__ void storeRelaxed(uint64_t addr, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(v) : "memory");
+}
+/** storeRelease: every write this block made before the preceding barrier is
+ * visible to whoever acquires this value. */
+__device__ __forceinline__ void storeRelease(uint64_t addr, uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t globalTimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/* ---------- the bound every wait runs under ---------- */
+
+/** Bound is one wait's budget: call spin() once per failed poll; a non-zero
+ * result is the status to stop with. The clock is read only once a wait has
+ * spun kSpinsPerCheck times, so a wait satisfied at once costs nothing. */
+struct Bound {
+  const Launch& L;
+  uint64_t deadline = 0;
+  uint32_t spins = 0;
+
+  __device__ __forceinline__ explicit Bound(const Launch& l) : L(l) {}
+
+  __device__ __forceinline__ uint32_t spin() {
+    if (++spins % kSpinsPerCheck != 0) return kStatusOK;
+    if (loadRelaxed32(L.abortFlag) != 0) return kStatusAborted;
+    if (loadRelaxed(L.status) != 0) return kStatusStopped;
+    uint64_t now = globalTimer();
+    if (deadline == 0) deadline = now + L.timeoutNs;
+    else if (now > deadline) return kStatusTimeout;
+    return kStatusOK;
+  }
+};
+
+/* ---------- Notify and Wait (one thread of the block) ---------- */
+
+__device__ __forceinline__ uint32_t checkIndex(uint32_t slot, uint64_t epoch) {
+  return slot * 2 + (uint32_t)(epoch & 1);
+}
+
+/** notify: Notify the peer: its check word, then (release) its flag.
+ * The caller has passed a barrier after the block's last write. */
+__device__ __forceinline__ void notify(const Launch& L, const Step& s, uint64_t epoch) {
+  storeRelaxed(L.peers.checks[s.peer] + 8ull * checkIndex(s.slot, epoch), s.check);
+  storeRelease(L.peers.flags[s.peer] + 8ull * s.slot, epoch + (uint64_t)s.delta);
+}
+
+/** wait: Wait until this rank's flag slot >= epoch+delta (acquire), then
+ * compare the check word. Returns a status code (kStatusOK when satisfied). */
+__device__ __forceinline__ uint32_t wait(const Launch& L, const Step& s, uint64_t epoch) {
+  int64_t target = (int64_t)epoch + s.delta;
+  if (target <= 0) return kStatusOK;  // names a call before the first: done by definition
+  uint64_t flag = L.peers.flags[L.rank] + 8ull * s.slot;
+  Bound bound(L);
+  while (loadRelaxed(flag) < (uint64_t)target) {
+    if (uint32_t st = bound.spin()) return st;
+  }
+  (void)loadAcquire(flag);
+  uint64_t check = loadRelaxed(L.peers.checks[L.rank] + 8ull * checkIndex(s.slot, epoch));
+  return check == s.check ? kStatusOK : kStatusMismatch;
+}
+
+}  // namespace purlin

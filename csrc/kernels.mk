@@ -1,0 +1,37 @@
+# csrc/kernels.mk: the CUDA kernels, included by the top Makefile.
+#   make kernels   build/kernels.fatbin (sm_80 and sm_90 SASS, sm_90 PTX), copied to
+#                  atom/cuda/kernels.fatbin where go:embed (tag cudakernels) expects it
+#   make lib-cuda  build/libpurlin.so with the kernels embedded
+#   make kernels-headers  compiles every .cuh alone (each header must be standalone)
+# nvcc comes from tools/nvcc.sh: $NVCC, an nvcc on PATH, or CUDA 13.0 from PyPI in .nvcc/.
+KERNEL_SRC    := $(wildcard csrc/*.cu csrc/*.cuh)
+KERNEL_FATBIN := $(BUILD)/kernels.fatbin
+KERNEL_EMBED  := atom/cuda/kernels.fatbin
+NVCC_FLAGS    := -std=c++17 -O3 --threads 0 -Xptxas -warn-spills \
+                 -gencode arch=compute_80,code=sm_80 \
+                 -gencode arch=compute_90,code=sm_90 \
+                 -gencode arch=compute_90,code=compute_90
+
+.PHONY: kernels lib-cuda kernels-headers gpu-tests
+kernels: $(KERNEL_EMBED)
+
+$(KERNEL_FATBIN): $(KERNEL_SRC) csrc/kernels.mk
+	@mkdir -p $(BUILD)
+	"$$(tools/nvcc.sh)" $(NVCC_FLAGS) -fatbin -o $@ csrc/run.cu
+
+$(KERNEL_EMBED): $(KERNEL_FATBIN)
+	cp $< $@
+
+kernels-headers:
+	@for h in csrc/*.cuh; do \
+	  echo "#include \"$$(basename $$h)\"" > $(BUILD)/header_check.cu; \
+	  "$$(tools/nvcc.sh)" -std=c++17 -Icsrc -arch=sm_90 -c -o /dev/null $(BUILD)/header_check.cu || exit 1; \
+	done
+
+lib-cuda: kernels
+	$(MAKE) lib GOTAGS=cudakernels
+
+# gpu-tests: test binaries the GPU machine runs (it has no Go): build/gpu/*.test
+gpu-tests: kernels
+	@mkdir -p $(BUILD)/gpu
+	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -o $(BUILD)/gpu/cuda.test ./atom/cuda

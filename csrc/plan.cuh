@@ -1,0 +1,136 @@
+/**
+ * @file plan.cuh
+ * @brief The Plan IR as the kernels read it: Ref, Step, Worker (byte-identical
+ * to snac.Ref, snac.Step, snac.Worker in Go) and Launch, the kernel's one
+ * by-value argument (mirrored by atom/cuda's launchArgs).
+ *
+ * The PURLIN_OFFSET/PURLIN_SIZE lines are the single source of the layout:
+ * nvcc checks the C structs against them, and atom/cuda's layout_test.go
+ * parses them and checks the Go structs against the same numbers.
+ */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+namespace purlin {
+
+/* ---------- limits shared with snac (plan.go, state.go) ---------- */
+constexpr int kMaxRanks = 8;
+constexpr int kMaxSrc = kMaxRanks;
+constexpr int kMaxWorkers = 64;
+constexpr int kNumChannels = 1 + 2 * kMaxRanks;
+constexpr int kNumEpochs = kNumChannels * kMaxWorkers;
+constexpr uint64_t kEpochAdvance = (1ull << 20) + 1;
+/** Caller buffers one launch may address (SpaceSend/SpaceRecv Ref.rank). */
+constexpr int kMaxBuffers = 16;
+
+enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3 };
+enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
+
+/** A byte address: base(space, rank) + off + (epoch & 1) * half. */
+struct Ref {
+  uint64_t off;
+  uint64_t half;
+  uint8_t space;
+  uint8_t rank;
+  uint8_t pad[6];
+};
+
+/** One instruction of a worker (snac.Step). */
+struct Step {
+  uint8_t verb;
+  uint8_t nsrc;
+  uint8_t peer;
+  uint8_t pad;
+  uint32_t slot;
+  int64_t delta;
+  uint64_t check;
+  uint64_t bytes;
+  Ref dst;
+  Ref src[kMaxSrc];
+};
+
+/** One lane of a Plan (snac.Worker): a thread block. */
+struct Worker {
+  uint16_t channel;
+  uint16_t index;
+  uint32_t first;
+  uint32_t count;
+};
+
+/** Every rank's symmetric memory, as this rank's device addresses it. */
+struct Peers {
+  uint64_t stage[kMaxRanks];
+  uint64_t packet[kMaxRanks];
+  uint64_t flags[kMaxRanks];   // uint64_t[NumSlots] each
+  uint64_t checks[kMaxRanks];  // uint64_t[NumSlots*2] each
+};
+
+/** The kernel's argument, passed by value (constant bank). */
+struct Launch {
+  uint64_t steps;      // const Step*: the Plan's steps, in device memory
+  uint64_t workers;    // const Worker*: one per thread block
+  uint64_t fill;       // const uint16_t*: per worker, the workers of its channel in the Plan
+  uint64_t epochs;     // uint64_t[kNumEpochs]: this rank's epochs
+  uint64_t abortFlag;  // host-mapped uint32_t: non-zero aborts every wait
+  uint64_t status;     // host-mapped uint64_t: the first failure (see status.cuh)
+  uint64_t timeoutNs;  // bound of every wait
+  uint64_t scalarPtr;  // PreMulSum: device address of a T factor, or 0
+  double scalar;       // PreMulSum: the factor when scalarPtr is 0
+  int32_t dtype;       // spec.DataType
+  int32_t op;          // spec.OpKind
+  int32_t nranks;      // Avg divides by it
+  int32_t rank;
+  Peers peers;
+  uint64_t send[kMaxBuffers];
+  uint64_t recv[kMaxBuffers];
+};
+
+/* ---------- layout, checked here and by atom/cuda/layout_test.go ---------- */
+#define PURLIN_OFFSET(Type, cfield, GoField, off) \
+  static_assert(offsetof(Type, cfield) == (off), #Type "." #cfield " moved")
+#define PURLIN_SIZE(Type, size) static_assert(sizeof(Type) == (size), #Type " resized")
+
+PURLIN_SIZE(Ref, 24);
+PURLIN_OFFSET(Ref, off, Off, 0);
+PURLIN_OFFSET(Ref, half, Half, 8);
+PURLIN_OFFSET(Ref, space, Space, 16);
+PURLIN_OFFSET(Ref, rank, Rank, 17);
+
+PURLIN_SIZE(Step, 248);
+PURLIN_OFFSET(Step, verb, Verb, 0);
+PURLIN_OFFSET(Step, nsrc, NSrc, 1);
+PURLIN_OFFSET(Step, peer, Peer, 2);
+PURLIN_OFFSET(Step, slot, Slot, 4);
+PURLIN_OFFSET(Step, delta, Delta, 8);
+PURLIN_OFFSET(Step, check, Check, 16);
+PURLIN_OFFSET(Step, bytes, Bytes, 24);
+PURLIN_OFFSET(Step, dst, Dst, 32);
+PURLIN_OFFSET(Step, src, Src, 56);
+
+PURLIN_SIZE(Worker, 12);
+PURLIN_OFFSET(Worker, channel, Channel, 0);
+PURLIN_OFFSET(Worker, index, Index, 2);
+PURLIN_OFFSET(Worker, first, First, 4);
+PURLIN_OFFSET(Worker, count, Count, 8);
+
+PURLIN_SIZE(Peers, 256);
+PURLIN_SIZE(Launch, 600);
+PURLIN_OFFSET(Launch, steps, Steps, 0);
+PURLIN_OFFSET(Launch, workers, Workers, 8);
+PURLIN_OFFSET(Launch, fill, Fill, 16);
+PURLIN_OFFSET(Launch, epochs, Epochs, 24);
+PURLIN_OFFSET(Launch, abortFlag, AbortFlag, 32);
+PURLIN_OFFSET(Launch, status, Status, 40);
+PURLIN_OFFSET(Launch, timeoutNs, TimeoutNs, 48);
+PURLIN_OFFSET(Launch, scalarPtr, ScalarPtr, 56);
+PURLIN_OFFSET(Launch, scalar, Scalar, 64);
+PURLIN_OFFSET(Launch, dtype, DType, 72);
+PURLIN_OFFSET(Launch, op, Op, 76);
+PURLIN_OFFSET(Launch, nranks, NRanks, 80);
+PURLIN_OFFSET(Launch, rank, Rank, 84);
+PURLIN_OFFSET(Launch, peers, Peers, 88);
+PURLIN_OFFSET(Launch, send, Send, 344);
+PURLIN_OFFSET(Launch, recv, Recv, 472);
+
+}  // namespace purlin

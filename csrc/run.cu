@@ -1,0 +1,164 @@
+/**
+ * @file run.cu
+ * @brief purlin_run, the one kernel: thread block b runs worker b of a Plan.
+ *
+ * Each block reads its epoch, then interprets its steps in order with all
+ * of its threads: Stage (Copy into a staging or packet buffer), Notify (one
+ * thread: check word, then release the peer's flag), Wait (one thread:
+ * acquire our flag, compare the check word) and Consume (Copy or Reduce out
+ * of staging). At the end it stores epoch + kEpochAdvance; the worker of
+ * index 0 also fills its channel's epoch slots the Plan does not use. A
+ * block that fails reports a status word and returns without advancing its
+ * epoch: the rank is broken from then on (status.cuh).
+ */
+#include "purlin.cuh"
+
+namespace purlin {
+
+/** resolve: base(space, rank) + off + (epoch&1)*half, or 0 for a bad Ref. */
+__device__ __forceinline__ uint64_t resolve(const Launch& L, const Ref& r, uint64_t epoch) {
+  uint64_t base = 0;
+  switch (r.space) {
+    case kSpaceSend: base = r.rank < kMaxBuffers ? L.send[r.rank] : 0; break;
+    case kSpaceRecv: base = r.rank < kMaxBuffers ? L.recv[r.rank] : 0; break;
+    case kSpaceStage: base = r.rank < kMaxRanks ? L.peers.stage[r.rank] : 0; break;
+    case kSpacePacket: base = r.rank < kMaxRanks ? L.peers.packet[r.rank] : 0; break;
+  }
+  return base ? base + r.off + (epoch & 1) * r.half : 0;
+}
+
+__device__ __forceinline__ bool hasPacket(const Step& s) {
+  bool p = s.dst.space == kSpacePacket;
+  for (int j = 0; j < s.nsrc; j++) p |= s.src[j].space == kSpacePacket;
+  return p;
+}
+
+/** move runs a Copy (n = 1, the identity) or a Reduce with reducer R. */
+template <typename R>
+__device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_t epoch,
+                                         uint64_t dst, const uint64_t* src, int n, const R& r) {
+  if (hasPacket(s)) {
+    if (s.verb == kCopy)
+      return movePackets(L, s, epoch, dst, src, 1, [](int, auto load) { return load(0); });
+    return movePackets(L, s, epoch, dst, src, n,
+                       [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
+  }
+  if (s.verb == kCopy) copyPlain(dst, src[0], s.bytes);
+  else reducePlain(r, dst, src, n, s.bytes);
+  return kStatusOK;
+}
+
+/** The Copy path needs no reducer; this one is never called. */
+struct NoReducer {
+  using T = uint8_t;
+  using A = uint8_t;
+  __device__ A first(T x) const { return x; }
+  __device__ A combine(A a, T) const { return a; }
+  __device__ T finish(A a) const { return a; }
+};
+
+template <int DT, int FAMILY>
+__device__ __noinline__ uint32_t reduceStep(const Launch& L, const Step& s, uint64_t epoch,
+                                            uint64_t dst, const uint64_t* src) {
+  Reducer<DT, FAMILY> r(L);
+  return move(L, s, epoch, dst, src, s.nsrc, r);
+}
+
+template <int DT>
+__device__ __forceinline__ uint32_t reduceOp(const Launch& L, const Step& s, uint64_t epoch,
+                                             uint64_t dst, const uint64_t* src) {
+  switch (L.op) {
+    case kProd: return reduceStep<DT, kFamilyProd>(L, s, epoch, dst, src);
+    case kMax:
+    case kMin: return reduceStep<DT, kFamilyMinMax>(L, s, epoch, dst, src);
+    default: return reduceStep<DT, kFamilySum>(L, s, epoch, dst, src);  // Sum, Avg, PreMulSum
+  }
+}
+
+__device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
+                           const uint64_t* src) {
+  switch (L.dtype) {
+    case kInt8: return reduceOp<kInt8>(L, s, epoch, dst, src);
+    case kUint8: return reduceOp<kUint8>(L, s, epoch, dst, src);
+    case kInt32: return reduceOp<kInt32>(L, s, epoch, dst, src);
+    case kUint32: return reduceOp<kUint32>(L, s, epoch, dst, src);
+    case kInt64: return reduceOp<kInt64>(L, s, epoch, dst, src);
+    case kUint64: return reduceOp<kUint64>(L, s, epoch, dst, src);
+    case kFloat16: return reduceOp<kFloat16>(L, s, epoch, dst, src);
+    case kFloat32: return reduceOp<kFloat32>(L, s, epoch, dst, src);
+    case kFloat64: return reduceOp<kFloat64>(L, s, epoch, dst, src);
+    case kBfloat16: return reduceOp<kBfloat16>(L, s, epoch, dst, src);
+    case kFloat8e4m3: return reduceOp<kFloat8e4m3>(L, s, epoch, dst, src);
+    default: return reduceOp<kFloat8e5m2>(L, s, epoch, dst, src);
+  }
+}
+
+/** runStep executes one step with the whole block; returns a status that is
+ * the same in every thread. */
+__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint64_t epoch,
+                                            uint32_t* shared) {
+  switch (s.verb) {
+    case kNotify:
+      if (threadIdx.x == 0) notify(L, s, epoch);
+      return kStatusOK;
+    case kWait:
+      if (threadIdx.x == 0) *shared = wait(L, s, epoch);
+      __syncthreads();
+      return *shared;
+    default: {
+      uint64_t src[kMaxSrc];
+      int n = s.verb == kCopy ? 1 : s.nsrc;
+      uint64_t dst = resolve(L, s.dst, epoch);
+      bool bad = dst == 0 || n < 1 || n > kMaxSrc;
+#pragma unroll
+      for (int j = 0; j < kMaxSrc; j++) {
+        src[j] = j < n ? resolve(L, s.src[j], epoch) : 0;
+        bad |= j < n && src[j] == 0;
+      }
+      if (bad) return kStatusBadRef;
+      uint32_t st = s.verb == kCopy ? move(L, s, epoch, dst, src, 1, NoReducer{})
+                                    : reduce(L, s, epoch, dst, src);
+      if (threadIdx.x == 0) *shared = 0;
+      __syncthreads();
+      if (st) atomicMax(shared, st);
+      __syncthreads();
+      return *shared;
+    }
+  }
+}
+
+}  // namespace purlin
+
+using namespace purlin;
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __grid_constant__ Launch L) {
+  __shared__ Step step;
+  __shared__ uint64_t epoch;
+  __shared__ uint32_t status;
+  const Worker w = ((const Worker*)L.workers)[blockIdx.x];
+  uint64_t* epochs = (uint64_t*)L.epochs;
+  const uint32_t slot = (uint32_t)w.channel * kMaxWorkers + w.index;
+  if (threadIdx.x == 0) epoch = epochs[slot];
+  const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
+  for (uint32_t i = 0; i < w.count; i++) {
+    __syncthreads();  // the last step is done with `step`, and its writes precede a Notify
+    if (threadIdx.x < sizeof(Step) / 8)
+      ((uint64_t*)&step)[threadIdx.x] = steps[i * (sizeof(Step) / 8) + threadIdx.x];
+    __syncthreads();
+    uint32_t st = runStep(L, step, epoch, &status);
+    if (st != kStatusOK) {
+      if (threadIdx.x == 0 && st != kStatusStopped)
+        report(L.status, statusWord(st, blockIdx.x, i, step.verb == kWait ? step.slot : 0));
+      return;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint64_t next = epoch + kEpochAdvance;
+    epochs[slot] = next;
+    if (w.index == 0) {
+      uint16_t used = ((const uint16_t*)L.fill)[blockIdx.x];
+      for (uint32_t k = used; k < kMaxWorkers; k++) epochs[(uint32_t)w.channel * kMaxWorkers + k] = next;
+    }
+  }
+}
