@@ -21,9 +21,10 @@ suite_go_vet() {
 
 suite_go_test() {
   local log; log=$(mktemp)
-  go test -race -timeout 300s ./... 2>&1 | tee "$log"
+  go test -race -timeout 600s ./... 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   local p f
+  p=$(grep -cE '^ok[[:space:]]' "$log")
   f=$(grep -cE '^FAIL[[:space:]]+[^[:space:]]+' "$log")
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
   rm -f "$log"
