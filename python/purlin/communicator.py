@@ -16,6 +16,7 @@ they return at once and HostStream.synchronize() completes them.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from typing import Any, Callable, List, Optional, Sequence, Union
 
@@ -40,6 +41,19 @@ def _int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid_argument(f"purlin: {name} must be an int, not {value!r}")
     return value
+
+
+def _prefer_host_atom() -> None:
+    """Asks for the host Atom for a device=None communicator, unless PURLIN_ATOM says otherwise.
+
+    The library picks its Atom per process from PURLIN_ATOM (read with C
+    getenv at its first communicator), and "auto" means CUDA wherever a GPU is
+    usable, which would treat NumPy pointers as device memory. Setting it here
+    works when the process's first communicator is a host one; a process that
+    wants both kinds cannot have them (a limit of the C API).
+    """
+    if os.environ.get("PURLIN_ATOM", "auto").lower() in ("", "auto"):
+        os.environ["PURLIN_ATOM"] = "host"
 
 
 class Communicator(Collectives, VCollectives):
@@ -71,6 +85,8 @@ class Communicator(Collectives, VCollectives):
         self._world_size = world_size
         self._rank = rank
         self._device = device
+        if device is None:
+            _prefer_host_atom()
         lib = _library.load()
         handle = ctypes.c_void_p()
         call = f"purlinCommInitRank(rank {rank} of {world_size}, device {device})"
