@@ -34,7 +34,7 @@ struct IntNum {
   __device__ __forceinline__ static A mul(A a, A b) { return (A)((uint64_t)a * (uint64_t)b); }
   __device__ __forceinline__ static A div(A a, int n) { return (A)(a / (A)n); }  // truncates
   __device__ __forceinline__ static A scalar(double s) {
-    return Int(-1) < Int(0) ? (A)(int64_t)s : (A)(uint64_t)s;  // toward zero
+    return (A)(int64_t)s;  // toward zero, then wrapped into T (as numeric.Reduce)
   }
 };
 

@@ -1,0 +1,225 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom"
+	"purlin/errs"
+	"purlin/numeric"
+	"purlin/snac"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// call is one collective on every rank: inputs, device buffers, Plans.
+type call struct {
+	calls  []*spec.Call
+	plans  []*snac.Plan
+	inputs [][]byte
+	send   []devicePtr
+	recv   []devicePtr
+	out    int
+}
+
+func newCall(t *testing.T, ranks []*gpuRank, coll spec.Collective, typ spec.DataType, op spec.Op, count uint64, rng *rand.Rand) *call {
+	n := len(ranks)
+	c := &call{}
+	for r, g := range ranks {
+		sc := &spec.Call{Coll: coll, Count: count, Type: typ, Op: op, Rank: r, NRanks: n}
+		in, out := sc.Extents()
+		send, recv := g.alloc(t, int(in)), g.alloc(t, int(out))
+		sc.Send, sc.Recv = uintptr(send), uintptr(recv)
+		buf := make([]byte, in)
+		spectest.Fill(rng, typ, op.Kind, buf)
+		g.upload(t, send, buf)
+		plan, err := snac.Build(sc, g.topo)
+		require.NoError(t, err)
+		c.calls, c.plans, c.inputs = append(c.calls, sc), append(c.plans, plan), append(c.inputs, buf)
+		c.send, c.recv, c.out = append(c.send, send), append(c.recv, recv), int(out)
+	}
+	return c
+}
+
+func (c *call) launch(t *testing.T, ranks []*gpuRank) {
+	for r, g := range ranks {
+		require.NoError(t, g.Launch(c.plans[r], []atom.Buffers{{Send: uintptr(c.send[r]), Recv: uintptr(c.recv[r])}}, uintptr(g.stream)))
+	}
+}
+
+// expected is rank r's output, computed with numeric.Reduce in rank order:
+// the same order and rounding the Atoms use, so results must be bit-identical.
+func (c *call) expected(r int) []byte {
+	sc := c.calls[0]
+	n := len(c.inputs)
+	size := int(sc.Count) * sc.Type.Size()
+	want := make([]byte, c.out)
+	switch sc.Coll {
+	case spec.AllReduce:
+		numeric.Reduce(want, c.inputs, sc.Type, sc.Op, n)
+	case spec.ReduceScatter:
+		slices := make([][]byte, n)
+		for q := range slices {
+			slices[q] = c.inputs[q][r*size : (r+1)*size]
+		}
+		numeric.Reduce(want, slices, sc.Type, sc.Op, n)
+	case spec.AllGather:
+		for q := 0; q < n; q++ {
+			copy(want[q*size:], c.inputs[q])
+		}
+	}
+	return want
+}
+
+func (c *call) check(t *testing.T, ranks []*gpuRank, what string) {
+	for r, g := range ranks {
+		g.sync(t)
+		require.NoError(t, g.AsyncError(), what)
+		got := g.download(t, c.recv[r], c.out)
+		if want := c.expected(r); !bytes.Equal(got, want) {
+			i := 0
+			for i < len(got) && got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("%s rank %d: first difference at byte %d of %d: got % x want % x", what, r, i, len(got),
+				got[i:min(i+16, len(got))], want[i:min(i+16, len(want))])
+		}
+	}
+}
+
+var testCounts = []uint64{1, 7, 1000, 4099, 65537, 300001}
+
+func TestGPUAllReduceEveryTypeAndOp(t *testing.T) {
+	ranks := newGPURanks(t, 2, int64(20*time.Second))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for typ := spec.DataType(0); typ < spec.NumTypes; typ++ {
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			op := spec.Op{Kind: kind, Scalar: 3}
+			for _, count := range testCounts {
+				what := fmt.Sprintf("AllReduce %s %s count %d", typ, op, count)
+				c := newCall(t, ranks, spec.AllReduce, typ, op, count, rng)
+				c.launch(t, ranks)
+				c.check(t, ranks, what)
+			}
+		}
+	}
+}
+
+func TestGPUGatherAndScatter(t *testing.T) {
+	ranks := newGPURanks(t, 2, int64(20*time.Second))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range []spec.DataType{spec.Int8, spec.Float16, spec.Float32, spec.Float64, spec.Float8e5m2} {
+		for _, count := range testCounts {
+			for _, coll := range []spec.Collective{spec.AllGather, spec.ReduceScatter} {
+				c := newCall(t, ranks, coll, typ, spec.Op{Kind: spec.Sum}, count, rng)
+				c.launch(t, ranks)
+				c.check(t, ranks, fmt.Sprintf("%s %s count %d", coll, typ, count))
+			}
+		}
+	}
+}
+
+// TestGPURepeatedCalls runs one cached Plan many times with new inputs: the
+// epochs, staging halves and monotonic flags must carry from call to call.
+func TestGPURepeatedCalls(t *testing.T) {
+	ranks := newGPURanks(t, 2, int64(20*time.Second))
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, count := range []uint64{5, 2000, 1 << 19} {
+		c := newCall(t, ranks, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, count, rng)
+		for i := 0; i < 20; i++ {
+			for r, g := range ranks {
+				spectest.Fill(rng, spec.Float32, spec.Sum, c.inputs[r])
+				g.upload(t, c.send[r], c.inputs[r])
+			}
+			c.launch(t, ranks)
+			c.check(t, ranks, fmt.Sprintf("call %d count %d", i, count))
+		}
+	}
+}
+
+// TestGPUGraphReplay captures a call into a CUDA graph on each rank (the Plan
+// seen first outside capture, and one seen first during capture) and
+// replays it; every replay must advance the epochs like a launch.
+func TestGPUGraphReplay(t *testing.T) {
+	ranks := newGPURanks(t, 2, int64(20*time.Second))
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, warm := range []bool{true, false} {
+		for _, count := range []uint64{100, 1 << 18} {
+			c := newCall(t, ranks, spec.AllReduce, spec.Bfloat16, spec.Op{Kind: spec.Sum}, count, rng)
+			if warm {
+				c.launch(t, ranks)
+				c.check(t, ranks, "before capture")
+			}
+			execs := make([]uintptr, len(ranks))
+			for r, g := range ranks {
+				require.NoError(t, inContext(g.ctx, func() error {
+					if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeThreadLocal), "cuStreamBeginCapture"); err != nil {
+						return err
+					}
+					launchErr := g.Launch(c.plans[r], []atom.Buffers{{Send: uintptr(c.send[r]), Recv: uintptr(c.recv[r])}}, uintptr(g.stream))
+					var graph uintptr
+					if err := cuErr(driver.StreamEndCapture(g.stream, &graph), "cuStreamEndCapture"); err != nil {
+						return err
+					}
+					if launchErr != nil {
+						return launchErr
+					}
+					defer driver.GraphDestroy(graph)
+					return cuErr(driver.GraphInstantiate(&execs[r], graph, 0), "cuGraphInstantiate")
+				}))
+			}
+			for i := 0; i < 10; i++ {
+				for r, g := range ranks {
+					spectest.Fill(rng, spec.Bfloat16, spec.Sum, c.inputs[r])
+					g.upload(t, c.send[r], c.inputs[r])
+				}
+				for r, g := range ranks {
+					require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.GraphLaunch(execs[r], g.stream), "cuGraphLaunch") }))
+				}
+				c.check(t, ranks, fmt.Sprintf("replay %d warm %v count %d", i, warm, count))
+			}
+			for r, g := range ranks {
+				inContext(g.ctx, func() error { driver.GraphExecDestroy(execs[r]); return nil })
+			}
+		}
+	}
+}
+
+// TestGPUPeerNeverComes: rank 0 runs a call rank 1 never joins. Its kernel
+// must stop at the timeout, or at Abort, and report it; never hang.
+func TestGPUPeerNeverComes(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		timeout := 300 * time.Millisecond
+		if abort {
+			timeout = 60 * time.Second
+		}
+		ranks := newGPURanks(t, 2, int64(timeout))
+		rng := rand.New(rand.NewPCG(9, 10))
+		for _, count := range []uint64{16, 1 << 18} { // packets, staged
+			c := newCall(t, ranks, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, count, rng)
+			g := ranks[0]
+			start := time.Now()
+			require.NoError(t, g.Launch(c.plans[0], []atom.Buffers{{Send: uintptr(c.send[0]), Recv: uintptr(c.recv[0])}}, uintptr(g.stream)))
+			if abort {
+				time.Sleep(100 * time.Millisecond)
+				g.Abort()
+			}
+			g.sync(t)
+			err := g.AsyncError()
+			want := errs.ErrTimeout
+			if abort {
+				want = errs.ErrAborted
+			}
+			require.True(t, errors.Is(err, want), "got %v", err)
+			require.Less(t, time.Since(start), 10*time.Second)
+			t.Logf("abort=%v count=%d: %v after %v", abort, count, err, time.Since(start))
+			break // the rank is broken after a failure; one call each
+		}
+	}
+}
