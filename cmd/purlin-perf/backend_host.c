@@ -23,7 +23,7 @@ static purlinStream_t streams[PERF_MAX_RANKS];
 static int first_rank, rank_count;
 
 static int report(const char* what, int r, purlinResult_t res) {
-  fprintf(stderr, "purlin-perf: %s (rank %d): %s: %s\n", what, r, purlinGetErrorString(res), purlinGetLastError(NULL));
+  fprintf(stderr, "purlin-perf: %s (rank %d): %s: %s\n", what, r, ncclGetErrorString((ncclResult_t)res), ncclGetLastError(NULL));
   return 1;
 }
 
