@@ -43,17 +43,20 @@ def _int(value: Any, name: str) -> int:
     return value
 
 
-def _prefer_host_atom() -> None:
-    """Asks for the host Atom for a device=None communicator, unless PURLIN_ATOM says otherwise.
+def _prefer_atom(name: str) -> None:
+    """Asks for the Atom a communicator needs ("host" or "cuda"), unless PURLIN_ATOM says otherwise.
 
     The library picks its Atom per process from PURLIN_ATOM (read with C
     getenv at its first communicator), and "auto" means CUDA wherever a GPU is
-    usable, which would treat NumPy pointers as device memory. Setting it here
-    works when the process's first communicator is a host one; a process that
-    wants both kinds cannot have them (a limit of the C API).
+    usable and host otherwise: a NumPy communicator on a GPU machine would
+    treat host pointers as device memory, and a GPU communicator in a build
+    or on a machine without a usable CUDA Atom would read device pointers on
+    the host. Naming the Atom makes the second case a clear init error.
+    Setting it works for the process's first communicator; a process cannot
+    mix host and GPU communicators (a limit of the C API).
     """
     if os.environ.get("PURLIN_ATOM", "auto").lower() in ("", "auto"):
-        os.environ["PURLIN_ATOM"] = "host"
+        os.environ["PURLIN_ATOM"] = name
 
 
 class Communicator(Collectives, VCollectives):
@@ -85,8 +88,7 @@ class Communicator(Collectives, VCollectives):
         self._world_size = world_size
         self._rank = rank
         self._device = device
-        if device is None:
-            _prefer_host_atom()
+        _prefer_atom("host" if device is None else "cuda")
         lib = _library.load()
         handle = ctypes.c_void_p()
         call = f"purlinCommInitRank(rank {rank} of {world_size}, device {device})"
