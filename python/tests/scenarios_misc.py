@@ -147,3 +147,29 @@ def lone_rank_times_out(comm):
         return type(exc).__name__, str(exc), exc.code
     raise AssertionError("a lone all_reduce completed")
 
+
+
+def abort_unblocks_a_waiting_call(comm):
+    """Rank 0 starts an all_reduce alone on a HostStream; abort() must end its wait at once."""
+    import time
+
+    other = fresh_communicator(comm)
+    if comm.rank != 0:
+        other.abort()
+        return None
+    stream = purlin.HostStream()
+    other.all_reduce(np.ones(4, dtype=np.float32), stream=stream)
+    time.sleep(0.2)
+    started = time.monotonic()
+    other.abort()
+    try:
+        stream.synchronize()
+        outcome = ("completed", "", 0)
+    except purlin.PurlinError as exc:
+        outcome = (type(exc).__name__, str(exc), exc.code)
+    waited = time.monotonic() - started
+    try:
+        stream.close()  # destroys the stream even though its work failed
+    except purlin.PurlinError:
+        pass
+    return outcome + (waited,)

@@ -89,3 +89,15 @@ def test_lone_rank_times_out_instead_of_hanging(library):
     name, text, code = results[0]
     assert name in ("Timeout", "RemoteError"), text
     assert "timed out" in text.lower(), text
+
+
+def test_abort_ends_a_pending_wait_at_once(library):
+    cluster = Cluster(2, env={"PURLIN_TIMEOUT": "30"})
+    try:
+        results = cluster.run("scenarios_misc.abort_unblocks_a_waiting_call", timeout=40)
+    finally:
+        cluster.kill()
+    name, text, code, waited = results[0]
+    assert name == "Aborted" and code == 6, text
+    assert "aborted" in text
+    assert waited < 5, f"abort took {waited:.1f} s to end the wait"
