@@ -173,3 +173,18 @@ def abort_unblocks_a_waiting_call(comm):
     except purlin.PurlinError:
         pass
     return outcome + (waited,)
+
+
+def group_balanced_after_exception(comm):
+    """An exception inside purlin.group() still ends the group; later calls run normally."""
+    try:
+        with purlin.group():
+            raise KeyError("inside the group")
+    except KeyError:
+        pass
+    x = np.ones(6, dtype=np.int32)
+    comm.all_reduce(x)
+    assert (x == comm.world_size).all(), x
+    from purlin.group import in_group
+
+    assert not in_group()

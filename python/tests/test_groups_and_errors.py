@@ -15,6 +15,10 @@ def test_grouped_collectives(clusters, world):
         clusters.run(world, "scenarios_misc.grouped_collectives", seed)
 
 
+def test_group_ends_even_when_its_block_raises(clusters):
+    clusters.run(2, "scenarios_misc.group_balanced_after_exception")
+
+
 @pytest.mark.parametrize("world", WORLDS)
 @pytest.mark.parametrize("count", [1, 100, 5000])
 def test_all_pairs_send_recv_in_one_group(clusters, world, count):
