@@ -27,9 +27,11 @@ __device__ __forceinline__ uint64_t resolve(const Launch& L, const Ref& r, uint6
   return base ? base + r.off + (epoch & 1) * r.half : 0;
 }
 
-__device__ __forceinline__ bool hasPacket(const Step& s) {
+/** hasPacket: some Ref of the step is in packet space. A Copy has one
+ * source whatever its NSrc says (snac leaves NSrc 0 on copies). */
+__device__ __forceinline__ bool hasPacket(const Step& s, int n) {
   bool p = s.dst.space == kSpacePacket;
-  for (int j = 0; j < s.nsrc; j++) p |= s.src[j].space == kSpacePacket;
+  for (int j = 0; j < n; j++) p |= s.src[j].space == kSpacePacket;
   return p;
 }
 
@@ -37,7 +39,7 @@ __device__ __forceinline__ bool hasPacket(const Step& s) {
 template <typename R>
 __device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_t epoch,
                                          uint64_t dst, const uint64_t* src, int n, const R& r) {
-  if (hasPacket(s)) {
+  if (hasPacket(s, n)) {
     if (s.verb == kCopy)
       return movePackets(L, s, epoch, dst, src, 1, [](int, auto load) { return load(0); });
     return movePackets(L, s, epoch, dst, src, n,

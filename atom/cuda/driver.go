@@ -29,6 +29,7 @@ type (
 const (
 	cuSuccess                    = 0
 	cuErrorNotReady              = 600
+	cuErrorCaptureImplicit       = 906 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
 	memHostAllocPortable         = 0x01
 	memHostAllocDeviceMap        = 0x02
 	memAllocationTypePinned      = 0x1

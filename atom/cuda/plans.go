@@ -101,7 +101,9 @@ func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
 	}
 	d := &devicePlan{}
 	var capturing uint32
-	if r := driver.StreamIsCapturing(stream, &capturing); r != cuSuccess {
+	if r := driver.StreamIsCapturing(stream, &capturing); r == cuErrorCaptureImplicit {
+		capturing = 1 // the legacy stream while another stream captures in global mode
+	} else if r != cuSuccess {
 		return nil, cuErr(r, "cuStreamIsCapturing")
 	}
 	size := uintptr(len(b)+15) &^ 15
@@ -109,10 +111,8 @@ func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
 	case len(b) == 0:
 		d.place(0, p)
 	case capturing != streamCaptureStatusNone:
-		if c.arena.host == nil {
-			if c.arena, err = allocHostMapped(captureArenaBytes); err != nil {
-				return nil, err
-			}
+		if c.arena.host == nil { // allocated by NewRank: allocating now would invalidate the capture
+			return nil, errs.New(errs.ErrInternal, "cuda plan: no capture arena")
 		}
 		if c.used+size > captureArenaBytes {
 			return nil, errs.New(errs.ErrUnsupported, "cuda plan: %d bytes of Plans first seen during graph capture, at most %d: run the call once before capturing", c.used+size, captureArenaBytes)
@@ -134,6 +134,12 @@ func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
 	}
 	c.cache.Store(p, d)
 	return d, nil
+}
+
+// init allocates the capture arena; it runs at NewRank, outside any capture.
+func (c *plans) init() (err error) {
+	c.arena, err = allocHostMapped(captureArenaBytes)
+	return err
 }
 
 func (c *plans) free() {

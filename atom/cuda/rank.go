@@ -71,6 +71,9 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if r.host, err = allocHostMapped(64); err != nil {
 		return err
 	}
+	if err = r.plans.init(); err != nil {
+		return err
+	}
 	size := uintptr(snac.NumEpochs * 8)
 	if res := driver.MemAlloc(&r.epochs, size); res != cuSuccess {
 		return cuErr(res, "cuMemAlloc", "epochs")
