@@ -110,6 +110,10 @@ func needGPUs(t *testing.T, n int) {
 
 // newGPURanks makes n ranks on devices 0..n-1 in this process.
 func newGPURanks(t *testing.T, n int, timeoutNs int64) []*gpuRank {
+	return newGPURanksOn(t, n, timeoutNs, gpuTopology)
+}
+
+func newGPURanksOn(t *testing.T, n int, timeoutNs int64, topology func(n, rank int) snac.Topology) []*gpuRank {
 	needGPUs(t, n)
 	ex := newExchanges(n)
 	ranks := make([]*gpuRank, n)
@@ -121,7 +125,7 @@ func newGPURanks(t *testing.T, n int, timeoutNs int64) []*gpuRank {
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			rk, err := NewRank(gpuTopology(n, r), ex[r], atom.Options{Device: r, TimeoutNanos: timeoutNs})
+			rk, err := NewRank(topology(n, r), ex[r], atom.Options{Device: r, TimeoutNanos: timeoutNs})
 			if err != nil {
 				errs[r] = err
 				return

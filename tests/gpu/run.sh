@@ -22,12 +22,12 @@ cat "$out/env.log"
 # The whole suite, verbose (skips name what is missing).
 (cd "$root/atom/cuda" && timeout "${GPU_TEST_TIMEOUT:-240}" "$bin" -test.v -test.count=1 -test.timeout 230s) \
   >"$out/cuda-test.log" 2>&1 || fail=1
-grep -E "^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go" "$out/cuda-test.log" | grep -v "=== RUN" | tail -40
+grep -E "^(--- |PASS|FAIL|ok|panic)|_test.go|SPEED" "$out/cuda-test.log" | tail -40
 
 # compute-sanitizer memcheck on a reduced set (a few cases; it is slow).
 if [[ "${GPU_SANITIZE:-1}" == 1 ]] && command -v compute-sanitizer >/dev/null; then
   (cd "$root/atom/cuda" && timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bin" -test.run 'TestGPURepeatedCalls|TestGPUPeerNeverComes' -test.count=1) \
+    "$bin" -test.run 'TestGPURepeatedCalls|TestGPUPeerNeverComes|TestGPUGatherAndScatter' -test.count=1) \
     >"$out/memcheck.log" 2>&1 || fail=1
   tail -15 "$out/memcheck.log"
 fi
