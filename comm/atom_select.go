@@ -17,16 +17,38 @@ type atomFactory interface {
 	newRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (atom.Rank, error)
 }
 
-// cudaAtom is the CUDA datapath's factory, or nil in a build without it.
-// atom/cuda's glue sets it (and reports whether a GPU is usable).
+// cudaAtom is the CUDA datapath's factory (atom_cuda.go sets it), or nil
+// in a build without it. available reports whether a GPU is usable;
+// currentDevice the calling thread's current CUDA device.
 var cudaAtom interface {
 	atomFactory
 	available() error
+	currentDevice() (int, bool)
 }
 
-func selectAtom(device int) (atomFactory, error) {
-	switch choice := config.Get().Atom; choice {
+// callerDevice applies NCCL's rule at InitRank, on the caller's thread (not
+// at a deferred GroupEnd, which runs elsewhere, after the caller may have
+// switched devices): a communicator's GPU is the device current when it is
+// created. It returns that device and true, or fallback and false when the
+// thread has no current CUDA context or choice (PURLIN_ATOM) is host.
+func callerDevice(choice string, fallback int) (int, bool) {
+	if cudaAtom == nil || choice == "host" {
+		return fallback, false
+	}
+	if dev, ok := cudaAtom.currentDevice(); ok {
+		return dev, true
+	}
+	return fallback, false
+}
+
+// selectAtom picks a communicator's datapath from choice (PURLIN_ATOM): "host";
+// "cuda" (an error when the CUDA Atom is unusable); "auto": CUDA when it is
+// usable and the creating thread had a current CUDA device (onGPU), host
+// otherwise. The choice and its reason are logged at PURLIN_DEBUG=INFO.
+func selectAtom(choice string, rank, device int, onGPU bool) (atomFactory, error) {
+	switch choice {
 	case "host":
+		config.Infof("rank %d: host Atom (PURLIN_ATOM=host)", rank)
 		return hostAtom{}, nil
 	case "cuda":
 		if cudaAtom == nil {
@@ -35,12 +57,23 @@ func selectAtom(device int) (atomFactory, error) {
 		if err := cudaAtom.available(); err != nil {
 			return nil, err
 		}
+		config.Infof("rank %d: CUDA Atom on device %d (PURLIN_ATOM=cuda)", rank, device)
 		return cudaAtom, nil
 	case "auto", "":
-		if cudaAtom != nil && cudaAtom.available() == nil {
-			return cudaAtom, nil
+		if cudaAtom == nil {
+			config.Infof("rank %d: host Atom (PURLIN_ATOM=auto; this build has no CUDA Atom)", rank)
+			return hostAtom{}, nil
 		}
-		return hostAtom{}, nil
+		if err := cudaAtom.available(); err != nil {
+			config.Infof("rank %d: host Atom (PURLIN_ATOM=auto; CUDA unusable: %v)", rank, err)
+			return hostAtom{}, nil
+		}
+		if !onGPU {
+			config.Infof("rank %d: host Atom (PURLIN_ATOM=auto; no current CUDA device when the communicator was created)", rank)
+			return hostAtom{}, nil
+		}
+		config.Infof("rank %d: CUDA Atom on device %d (PURLIN_ATOM=auto; the creating thread's current device)", rank, device)
+		return cudaAtom, nil
 	default:
 		return nil, errs.New(errs.ErrInvalidArgument, "PURLIN_ATOM=%q: expected auto, host or cuda", choice)
 	}

@@ -55,7 +55,8 @@ type Comm struct {
 	handle uintptr // registry handle; never 0
 	cfg    Config
 	device int
-	rank   int // fixed at creation, except for Split placeholders (set before ready)
+	onGPU  bool // the creating thread had device current (see callerDevice)
+	rank   int  // fixed at creation, except for Split placeholders (set before ready)
 	nranks int
 
 	state    atomic.Int32
@@ -107,7 +108,7 @@ func (c *Comm) init(id UniqueID) (err error) {
 	if err != nil {
 		return err
 	}
-	factory, err := selectAtom(c.device)
+	factory, err := selectAtom(config.Get().Atom, c.rank, c.device, c.onGPU)
 	if err != nil {
 		boot.close(false)
 		return err

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"purlin/config"
 	"purlin/errs"
 )
 
@@ -19,10 +20,12 @@ func InitRank(nranks int, id UniqueID, rank int, cfg Config, device int) (*Comm,
 	if _, _, err := id.decode(); err != nil {
 		return nil, err
 	}
+	device, onGPU := callerDevice(config.Get().Atom, device)
 	c, err := newComm(cfg, rank, nranks, device)
 	if err != nil {
 		return nil, err
 	}
+	c.onGPU = onGPU
 	if g := currentGroup(); g != nil {
 		c.deferred.Store(true)
 		g.inits = append(g.inits, deferredInit{c, id})
@@ -65,6 +68,7 @@ func InitAll(ndev int, devlist []int) ([]*Comm, error) {
 			errList[r] = err
 			continue
 		}
+		c.onGPU = true // devlist names the devices, as NCCL's CommInitAll
 		comms[r] = c
 		wg.Go(func() { errList[r] = c.init(id) })
 	}

@@ -16,11 +16,16 @@ import (
 // every data type and for 16-byte vector copies.
 const memAlign = 64
 
-// MemAlloc allocates size bytes that collectives may use. On the host Atom
-// it is C memory (never moved by Go's collector), aligned to 64 bytes.
+// MemAlloc allocates size bytes that collectives may use. With a usable
+// CUDA Atom and a current device on the calling thread it is device memory
+// (cudaMemAlloc); otherwise C memory (never moved by Go's collector),
+// aligned to 64 bytes.
 func MemAlloc(size uint64) (unsafe.Pointer, error) {
 	if size == 0 {
 		return nil, errs.New(errs.ErrInvalidArgument, "MemAlloc: size is 0")
+	}
+	if p, handled, err := cudaMemAlloc(size); handled {
+		return p, err
 	}
 	var p unsafe.Pointer
 	if rc := C.posix_memalign(&p, memAlign, C.size_t(size)); rc != 0 {
@@ -39,6 +44,9 @@ func MemFree(ptr unsafe.Pointer) error {
 	delete(allocs.m, uintptr(ptr))
 	allocs.Unlock()
 	if !ok {
+		if cudaMemFree(ptr) == nil {
+			return nil
+		}
 		return errs.New(errs.ErrInvalidArgument, "MemFree: %#x was not allocated by MemAlloc (or was freed)", ptr)
 	}
 	C.free(p)

@@ -157,6 +157,7 @@ func (c *Comm) deferOrRun(want bool, cfg Config, job func(child *Comm) error) (*
 		if child, err = newComm(cfg, 0, 0, c.device); err != nil {
 			return nil, err
 		}
+		child.onGPU = c.onGPU // same device, same datapath rule as the parent
 	}
 	run := func() error {
 		err := job(child)

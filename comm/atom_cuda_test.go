@@ -1,0 +1,143 @@
+package comm
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom"
+	"purlin/atom/cuda"
+	"purlin/config"
+	"purlin/errs"
+	"purlin/snac"
+)
+
+// fakeCUDA stands in for the CUDA Atom so selection is tested without a GPU.
+type fakeCUDA struct {
+	cudaFactory
+	availErr error
+	device   int
+	current  bool
+}
+
+func (f fakeCUDA) available() error           { return f.availErr }
+func (f fakeCUDA) currentDevice() (int, bool) { return f.device, f.current }
+func (f fakeCUDA) newRank(snac.Topology, atom.Exchange, atom.Options) (atom.Rank, error) {
+	return nil, errs.New(errs.ErrUnsupported, "fake")
+}
+
+// withFakeCUDA installs fake (nil: a build without CUDA) for one test.
+// PURLIN_ATOM is passed as an argument, never through config.Reload:
+// rendezvous servers of other tests read the settings concurrently.
+func withFakeCUDA(t *testing.T, fake *fakeCUDA) {
+	saved := cudaAtom
+	if fake == nil {
+		cudaAtom = nil
+	} else {
+		cudaAtom = *fake
+	}
+	t.Cleanup(func() { cudaAtom = saved })
+}
+
+func TestSelectAtom(t *testing.T) {
+	usable := &fakeCUDA{device: 1, current: true}
+	broken := &fakeCUDA{availErr: errs.New(errs.ErrUnsupported, "cuda: no CUDA device")}
+	for _, tc := range []struct {
+		name    string
+		choice  string
+		fake    *fakeCUDA
+		onGPU   bool
+		want    string
+		wantErr error
+	}{
+		{"auto with a current device", "auto", usable, true, "cuda", nil},
+		{"auto without a current device", "auto", usable, false, "host", nil},
+		{"auto, CUDA unusable", "auto", broken, true, "host", nil},
+		{"auto, build without CUDA", "auto", nil, true, "host", nil},
+		{"unset is auto", "", usable, true, "cuda", nil},
+		{"host forced", "host", usable, true, "host", nil},
+		{"cuda forced without a current device", "cuda", usable, false, "cuda", nil},
+		{"cuda forced, unusable", "cuda", broken, true, "", errs.ErrUnsupported},
+		{"cuda forced, build without CUDA", "cuda", nil, true, "", errs.ErrUnsupported},
+		{"unknown choice", "gpu", usable, true, "", errs.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withFakeCUDA(t, tc.fake)
+			f, err := selectAtom(tc.choice, 0, 1, tc.onGPU)
+			if tc.wantErr != nil {
+				require.True(t, errors.Is(err, tc.wantErr), "got %v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, f.name())
+		})
+	}
+}
+
+func TestCallerDevice(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		choice    string
+		fake      *fakeCUDA
+		wantDev   int
+		wantOnGPU bool
+	}{
+		{"current device wins over the fallback", "auto", &fakeCUDA{device: 3, current: true}, 3, true},
+		{"no current context keeps the fallback", "auto", &fakeCUDA{device: 3}, 7, false},
+		{"PURLIN_ATOM=host ignores the device", "host", &fakeCUDA{device: 3, current: true}, 7, false},
+		{"build without CUDA", "auto", nil, 7, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withFakeCUDA(t, tc.fake)
+			dev, onGPU := callerDevice(tc.choice, 7)
+			require.Equal(t, tc.wantDev, dev)
+			require.Equal(t, tc.wantOnGPU, onGPU)
+		})
+	}
+}
+
+// A communicator whose creating thread has a current device takes it and
+// the CUDA Atom (here a fake that fails to start, so the error names it);
+// without one it keeps the caller's device argument and the host Atom.
+func TestInitRankRecordsCallerDevice(t *testing.T) {
+	if config.Get().Atom != "auto" {
+		t.Skip("PURLIN_ATOM is set")
+	}
+	withFakeCUDA(t, &fakeCUDA{device: 1, current: true})
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	_, err = InitRank(1, id, 0, testConfig(), 0)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cuda Atom")
+
+	cudaAtom = fakeCUDA{device: 1, current: false}
+	comms := startComms(t, 2, testConfig())
+	for r, c := range comms {
+		require.Equal(t, "host", c.AtomName())
+		require.Equal(t, r, c.Device(), "no current device: the caller's device argument")
+	}
+}
+
+func TestCUDATopology(t *testing.T) {
+	got := cudaFactory{}.topology(4, 2, Config{})
+	require.Equal(t, cuda.Topology(4, 2), got, "the Atom's topology, no overrides")
+	small := cudaFactory{}.topology(2, 0, testConfig())
+	require.Equal(t, testConfig().StageHalf, small.StageHalf)
+	require.Equal(t, testConfig().Workers, small.Workers)
+	require.Equal(t, testConfig().PacketMax, small.PacketMax)
+}
+
+// Without a usable CUDA Atom, MemAlloc hands out host memory and MemFree
+// refuses pointers it never gave.
+func TestMemAllocWithoutCUDA(t *testing.T) {
+	if cuda.Available() == nil {
+		t.Skip("CUDA is usable here: MemAlloc gives device memory")
+	}
+	p, err := MemAlloc(100)
+	require.NoError(t, err)
+	b := (*[100]byte)(p)
+	b[99] = 7 // host memory: writable from Go
+	require.NoError(t, MemFree(p))
+	require.Error(t, MemFree(p))
+}
