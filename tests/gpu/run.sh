@@ -1,35 +1,139 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh: what the GPU machine runs (it has no Go). Build here first:
-#   make gpu-tests        # build/kernels.fatbin and build/gpu/cuda.test (tag cudakernels)
-# then, on the GPU machine, with build/ carried:  bash tests/gpu/run.sh
-# Logs go to $OUT (or build/gpu/logs). NVLink multicast stays off.
+# tests/gpu/run.sh: the GPU suite, the one command the GPU machine runs (it has
+# no Go). Build here first:
+#   make lib-cuda gpu-tests && mkdir -p build/gpu/lib && cp build/libpurlin.so build/gpu/lib/
+# (build/gpu/cuda.test, build/gpu/lib/libpurlin.so with the kernels), then on
+# the GPU machine, with build/ carried:  bash tests/gpu/run.sh
+# Parts, in priority order, each under its own timeout, continuing after a
+# failure, each ending in one PASS/FAIL/SKIP line:
+#   build     purlin-perf-cuda on Purlin and on NCCL (nvidia-nccl-cu13 from
+#             python3's site-packages, else the system NCCL), memalloc_e2e
+#   e2e       tests/gpu/memalloc_e2e.c: comm on the CUDA Atom through the C ABI
+#   perf      the same purlin-perf on Purlin and on NCCL, -g 2, eager and -G
+#             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
+#             allgather, 8 B..64 MiB for the rest; graph 8 B..16 MiB)
+#   mproc     purlin-perf -m 1 on Purlin (2 processes: cuMem fds over SCM_RIGHTS)
+#   memcheck  compute-sanitizer memcheck on a small purlin-perf run
+#   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
+# Everything lands in $OUT (or build/gpu/logs), at most 8 files, one level:
+# env.log e2e.log perf-purlin.txt perf-nccl.txt perf-mproc.txt memcheck.log
+# go-tests.log summary.txt. GPU_BUDGET_S (default 560) bounds the whole run:
+# a part that would start past it is skipped. NVLink multicast stays off.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-$root/build/gpu/logs}"
-mkdir -p "$out"
-bin="$root/build/gpu/cuda.test"
+gpu="$root/build/gpu"
+bin="$gpu/bin"
+mkdir -p "$out" "$bin"
+deadline=$(( $(date +%s) + ${GPU_BUDGET_S:-560} ))
+summary="$out/summary.txt"
+: >"$summary"
 fail=0
 
+note() { echo "$*" | tee -a "$summary"; }
+# left CAP: seconds a part may run: CAP, or what the budget leaves (0: none).
+left() { local l=$(( deadline - $(date +%s) - 10 )); (( l < $1 )) && echo $(( l > 5 ? l : 0 )) || echo "$1"; }
+verdict() { # verdict NAME STATUS [detail]
+  if [[ $2 == 0 ]]; then note "PASS $1 ${3:-}"; else note "FAIL $1 (status $2) ${3:-}"; fail=1; fi
+}
+
+# ---------- environment and builds ----------
 {
-  nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv
-  nvidia-smi topo -m
-  nvcc --version 2>/dev/null | tail -2
-  cuobjdump --list-elf "$root/build/kernels.fatbin" 2>/dev/null
+  date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv
+  nvidia-smi topo -m; nvcc --version 2>/dev/null | tail -2
+  cuobjdump --list-elf "$root/build/kernels.fatbin" 2>/dev/null | head -5
+  ls -la "$gpu" "$gpu/lib" 2>&1
 } >"$out/env.log" 2>&1
-cat "$out/env.log"
+head -4 "$out/env.log"
 
-# The whole suite, verbose (skips name what is missing).
-(cd "$root/atom/cuda" && timeout "${GPU_TEST_TIMEOUT:-240}" "$bin" -test.v -test.count=1 -test.timeout 230s) \
-  >"$out/cuda-test.log" 2>&1 || fail=1
-grep -E "^(--- |PASS|FAIL|ok|panic)|_test.go|SPEED" "$out/cuda-test.log" | tail -40
+cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
+cudart="$(ls "$cuda_home"/lib64/libcudart.so "$cuda_home"/targets/x86_64-linux/lib/libcudart.so "$cuda_home"/lib64/libcudart.so.* 2>/dev/null | head -1)"
+nccl_dir="$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)"
+nccl_inc="$nccl_dir/include" nccl_lib="$nccl_dir/lib"
+if [[ ! -f "$nccl_inc/nccl.h" ]]; then nccl_inc=/usr/include nccl_lib=/usr/lib/x86_64-linux-gnu; fi
+perf_src=(main bench colls colls_v values dtype multiproc backend_cuda)
+perf_src=("${perf_src[@]/#/$root/cmd/purlin-perf/}"); perf_src=("${perf_src[@]/%/.c}")
+cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
+{
+  echo "cuda_home=$cuda_home cudart=$cudart nccl_inc=$nccl_inc nccl_lib=$nccl_lib"
+  ls "$nccl_lib"/libnccl* 2>&1
+  set -x
+  "${cc_cuda[@]}" -I"$root/include" -o "$bin/perf-purlin" "${perf_src[@]}" \
+    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
+  "${cc_cuda[@]}" -DPERF_REAL_NCCL -I"$nccl_inc" -I"$root/include" -o "$bin/perf-nccl" "${perf_src[@]}" \
+    -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
+  gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/memalloc_e2e" "$root/tests/gpu/memalloc_e2e.c" \
+    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")"
+} >>"$out/env.log" 2>&1
+verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
 
-# compute-sanitizer memcheck on a reduced set (a few cases; it is slow).
-if [[ "${GPU_SANITIZE:-1}" == 1 ]] && command -v compute-sanitizer >/dev/null; then
-  (cd "$root/atom/cuda" && timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bin" -test.run 'TestGPURepeatedCalls|TestGPUPeerNeverComes|TestGPUGatherAndScatter' -test.count=1) \
-    >"$out/memcheck.log" 2>&1 || fail=1
-  tail -15 "$out/memcheck.log"
-fi
-echo "gpu tests: $([[ $fail == 0 ]] && echo PASS || echo FAIL)"
+# ---------- e2e: comm on the CUDA Atom through the C ABI ----------
+t=$(left 60)
+if (( t > 0 )) && [[ -x $bin/memalloc_e2e ]]; then
+  PURLIN_DEBUG=INFO timeout "$t" "$bin/memalloc_e2e" >"$out/e2e.log" 2>&1
+  verdict e2e $? "$(grep -c ^PASS "$out/e2e.log") checks passed; $(grep -m1 -o 'CUDA Atom on device [0-9].*' "$out/e2e.log")"
+  grep -E "^FAIL" "$out/e2e.log" | head -5 | tee -a "$summary"
+else note "SKIP e2e"; fi
+
+# ---------- perf: the same program on Purlin and on NCCL ----------
+big=(allreduce allgather)
+rest=(reducescatter alltoall broadcast reduce gather scatter sendrecv)
+perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-LIB.txt
+  local lib=$1 mode=$2 cap=$3 coll=$4; shift 4
+  local f="$out/perf-$lib.txt" t; t=$(left "$cap")
+  echo "## RUN mode=$mode lib=$lib coll=$coll args: $*" >>"$f"
+  if (( t == 0 )) || [[ ! -x $bin/perf-$lib ]]; then echo "## EXIT $coll status=SKIP" >>"$f"; note "SKIP perf $lib $mode $coll"; return; fi
+  timeout "$t" "$bin/perf-$lib" "$coll" -g 2 "$@" >>"$f" 2>&1
+  local s=$?
+  echo "## EXIT $coll status=$s" >>"$f"
+  [[ $s == 0 ]] || { note "FAIL perf $lib $mode $coll (status $s)"; fail=1; }
+}
+for lib in purlin nccl; do
+  : >"$out/perf-$lib.txt"
+  for c in "${big[@]}"; do perf "$lib" eager 70 "$c" -b 8 -e 1G -f 4 -n 20 -w 2 -c 1; done
+  for c in "${rest[@]}"; do perf "$lib" eager 25 "$c" -b 8 -e 64M -f 8 -n 20 -w 2 -c 1; done
+  [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv; do perf "$lib" eager 25 "$c" -b 8 -e 16M -f 8 -n 10 -w 1 -c 1; done
+done
+for lib in purlin nccl; do
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 25 "$c" -b 8 -e 16M -f 4 -n 20 -w 2 -c 1 -G 10; done
+done
+for lib in purlin nccl; do
+  w=$(grep -h "Out of bounds" "$out/perf-$lib.txt" | grep -c FAILED)
+  r=$(grep "^## EXIT" "$out/perf-$lib.txt" | grep -vc "status=SKIP"); ok=$(grep -c "^## EXIT .* status=0$" "$out/perf-$lib.txt")
+  s=0; (( w == 0 && ok == r )) || s=1
+  verdict "perf-$lib" $s "($ok of $r runs exited 0; $w reported wrong values)"
+done
+
+# ---------- mproc: 2 processes, cuMem fds shared over SCM_RIGHTS ----------
+t=$(left 60)
+if (( t > 0 )) && [[ -x $bin/perf-purlin ]]; then
+  PURLIN_DEBUG=INFO timeout "$t" "$bin/perf-purlin" all -g 2 -m 1 -b 8 -e 16M -f 16 -n 5 -w 1 -c 1 >"$out/perf-mproc.txt" 2>&1
+  verdict mproc $? "($(grep -h "Out of bounds" "$out/perf-mproc.txt" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
+else note "SKIP mproc"; fi
+
+# ---------- memcheck on a small purlin-perf run ----------
+t=$(left 90)
+if (( t > 0 )) && command -v compute-sanitizer >/dev/null && [[ -x $bin/perf-purlin ]]; then
+  timeout "$t" compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$bin/perf-purlin" allreduce -g 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1 >"$out/memcheck.log" 2>&1
+  verdict memcheck $? "($(grep -m1 "ERROR SUMMARY" "$out/memcheck.log"))"
+else note "SKIP memcheck"; fi
+
+# ---------- Go GPU tests (atom/cuda) ----------
+t=$(left 170)
+if (( t > 20 )) && [[ -x $gpu/cuda.test ]]; then
+  (cd "$root/atom/cuda" && timeout "$t" "$gpu/cuda.test" -test.v -test.count=1 -test.timeout "$(( t - 5 ))s") >"$out/go-tests.log" 2>&1
+  verdict gotests $? "($(grep -c -- '--- PASS' "$out/go-tests.log") passed, $(grep -c -- '--- FAIL' "$out/go-tests.log") failed, $(grep -c -- '--- SKIP' "$out/go-tests.log") skipped)"
+  grep -E -- "--- FAIL|^panic|SPEED" "$out/go-tests.log" | head -12 | tee -a "$summary"
+else note "SKIP gotests (no time or no binary)"; fi
+
+# ---------- summary ----------
+{
+  echo; echo "## Purlin vs NCCL (tests/gpu/compare.py)"
+  python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt"
+} >>"$summary" 2>&1
+grep -E "^(PASS|FAIL|SKIP)|#wrong total" "$summary"
+echo "gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
 exit $fail

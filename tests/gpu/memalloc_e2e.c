@@ -1,0 +1,116 @@
+/*
+ * memalloc_e2e.c: the CUDA Atom serving communicators through the NCCL C ABI,
+ * as an NCCL program drives it: one thread, rank r created (in one group)
+ * while device 1-r is current, so a communicator that took the rank for its
+ * device would show up. Checks ncclCommCuDevice, that ncclMemAlloc returns
+ * device memory on the current device, AllReduce/AllGather on it (packet and
+ * large regimes) against a host reference, ncclMemFree (and its refusal of a
+ * pointer it never gave). Prints one PASS/FAIL line per check; exit 1 on any
+ * failure. Build: gcc -Iinclude -I$CUDA_HOME/include ... -lpurlin -lcudart.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "purlin_nccl.h"
+
+#define NR 2
+static int failures;
+
+static void check(int ok, const char* what, int r) {
+  printf("%s %s (rank %d)\n", ok ? "PASS" : "FAIL", what, r);
+  if (!ok) failures++;
+}
+
+#define MUST(call)                                                                    \
+  do {                                                                                \
+    int rc_ = (int)(call);                                                            \
+    if (rc_ != 0) {                                                                   \
+      printf("FAIL %s -> %d (%s)\n", #call, rc_, ncclGetLastError(NULL));             \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+static int dev_of(int r) { return NR - 1 - r; }
+
+/* run_allreduce sums rank-dependent floats (exact in fp32) and checks all of recv. */
+static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count) {
+  float *send[NR], *recv[NR];
+  float* host = malloc(count * sizeof(float));
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(ncclMemAlloc((void**)&send[r], count * sizeof(float)));
+    MUST(ncclMemAlloc((void**)&recv[r], count * sizeof(float)));
+    struct cudaPointerAttributes a;
+    MUST(cudaPointerGetAttributes(&a, send[r]));
+    check(a.type == cudaMemoryTypeDevice && a.device == dev_of(r), "ncclMemAlloc gives memory of the current device", r);
+    for (size_t i = 0; i < count; i++) host[i] = (float)(r + 1 + i % 7);
+    MUST(cudaMemcpy(send[r], host, count * sizeof(float), cudaMemcpyHostToDevice));
+    MUST(cudaMemset(recv[r], 0xff, count * sizeof(float)));
+  }
+  MUST(ncclGroupStart());
+  for (int r = 0; r < NR; r++) MUST(ncclAllReduce(send[r], recv[r], count, ncclFloat, ncclSum, comms[r], streams[r]));
+  MUST(ncclGroupEnd());
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(cudaStreamSynchronize(streams[r]));
+    MUST(cudaMemcpy(host, recv[r], count * sizeof(float), cudaMemcpyDeviceToHost));
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; i++) {
+      float want = 0;
+      for (int s = 0; s < NR; s++) want += (float)(s + 1 + i % 7);
+      wrong += host[i] != want;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "AllReduce float sum, %zu elements on ncclMemAlloc memory (%zu wrong)", count, wrong);
+    check(wrong == 0, what, r);
+    ncclResult_t async = ncclSuccess;
+    MUST(ncclCommGetAsyncError(comms[r], &async));
+    check(async == ncclSuccess, "no asynchronous error", r);
+  }
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    check(ncclMemFree(send[r]) == ncclSuccess && ncclMemFree(recv[r]) == ncclSuccess, "ncclMemFree", r);
+  }
+  free(host);
+}
+
+int main(void) {
+  int ndev = 0;
+  MUST(cudaGetDeviceCount(&ndev));
+  if (ndev < NR) {
+    printf("SKIP memalloc_e2e: %d devices, need %d\n", ndev, NR);
+    return 0;
+  }
+  ncclUniqueId id;
+  MUST(ncclGetUniqueId(&id));
+  ncclComm_t comms[NR];
+  cudaStream_t streams[NR];
+  MUST(ncclGroupStart());
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+    MUST(ncclCommInitRank(&comms[r], NR, id, r));
+  }
+  MUST(cudaSetDevice(0)); /* the device current at GroupEnd must not matter */
+  MUST(ncclGroupEnd());
+  for (int r = 0; r < NR; r++) {
+    int dev = -1;
+    MUST(ncclCommCuDevice(comms[r], &dev));
+    char what[80];
+    snprintf(what, sizeof what, "ncclCommCuDevice is the device current at init (%d, want %d)", dev, dev_of(r));
+    check(dev == dev_of(r), what, r);
+  }
+  run_allreduce(comms, streams, 5);            /* packets */
+  run_allreduce(comms, streams, 3 << 20);      /* staged/chunked */
+  run_allreduce(comms, streams, (40 << 20) + 3); /* ring, odd tail */
+  int bogus = 0;
+  check(ncclMemFree(&bogus) != ncclSuccess, "ncclMemFree refuses a pointer it never gave", 0);
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(ncclCommDestroy(comms[r]));
+    MUST(cudaStreamDestroy(streams[r]));
+  }
+  printf("memalloc_e2e: %s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
+  return failures ? 1 : 0;
+}
