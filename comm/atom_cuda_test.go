@@ -11,6 +11,7 @@ import (
 	"purlin/config"
 	"purlin/errs"
 	"purlin/snac"
+	"purlin/spec"
 )
 
 // fakeCUDA stands in for the CUDA Atom so selection is tested without a GPU.
@@ -140,4 +141,35 @@ func TestMemAllocWithoutCUDA(t *testing.T) {
 	b[99] = 7 // host memory: writable from Go
 	require.NoError(t, MemFree(p))
 	require.Error(t, MemFree(p))
+}
+
+// A group's merged point-to-point Plan is the same *Plan on every call with
+// the same parts (the CUDA Atom uploads each Plan pointer it has not seen,
+// and may not during graph capture), and a different one for other parts.
+func TestMergedPlanIsStable(t *testing.T) {
+	p := newPlanner(cuda.Topology(2, 0))
+	send := spec.Call{Coll: spec.SendRecv, Send: 64, Recv: 64, Count: 16, Type: spec.Float32, Rank: 0, NRanks: 2, Peer: 1, IsSend: true}
+	recv := send
+	recv.IsSend = false
+	a, err := p.get(&send)
+	require.NoError(t, err)
+	b, err := p.get(&recv)
+	require.NoError(t, err)
+	m1, err := p.merge([]*snac.Plan{a, b})
+	require.NoError(t, err)
+	m2, err := p.merge([]*snac.Plan{a, b})
+	require.NoError(t, err)
+	require.Same(t, m1, m2)
+	m3, err := p.merge([]*snac.Plan{b, a})
+	require.NoError(t, err)
+	require.NotSame(t, m1, m3, "order matters: buffer i is part i's")
+	for i := 0; i < 2*mergeCacheMax; i++ { // the cache stays bounded
+		c := send
+		c.Count = uint64(17 + i)
+		x, err := p.get(&c)
+		require.NoError(t, err)
+		_, err = p.merge([]*snac.Plan{x, b})
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, len(p.merged), mergeCacheMax)
 }

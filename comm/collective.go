@@ -88,7 +88,7 @@ func (c *Comm) launchMerged(ops []groupOp) error {
 		plans[i] = p
 		bufs[i] = atom.Buffers{Send: ops[i].call.Send, Recv: ops[i].call.Recv}
 	}
-	merged, err := snac.Merge(plans...)
+	merged, err := c.plans.merge(plans)
 	if err != nil {
 		return errs.New(errs.ErrInternal, "GroupEnd: merging %d point-to-point operations of rank %d: %v", len(ops), c.rank, err)
 	}

@@ -1,6 +1,8 @@
 package comm
 
 import (
+	"sync"
+
 	"purlin/snac"
 	"purlin/spec"
 )
@@ -13,6 +15,48 @@ const planCacheSize = 256
 type planner struct {
 	topo  snac.Topology
 	cache *snac.Cache
+
+	mu     sync.Mutex
+	merged map[mergeKey]*snac.Plan // guarded by mu
+}
+
+// mergeKey names a merged Plan by its parts, in order. Holding the parts
+// keeps them alive, so a key can never match a different Plan at a reused
+// address. Groups of more parts are merged on every call.
+type mergeKey struct {
+	n     int
+	parts [mergeKeyParts]*snac.Plan
+}
+
+const (
+	mergeKeyParts = 16
+	mergeCacheMax = 64 // entries; the map is emptied when it fills
+)
+
+// merge returns snac.Merge(plans...), the same *Plan every time for the same
+// parts: an Atom recognises a Plan by its pointer (atom/cuda uploads each
+// new one, which also may not happen during graph capture beyond a small
+// arena), so a group's merged point-to-point Plan must be stable.
+func (p *planner) merge(plans []*snac.Plan) (*snac.Plan, error) {
+	if len(plans) > mergeKeyParts {
+		return snac.Merge(plans...)
+	}
+	k := mergeKey{n: len(plans)}
+	copy(k.parts[:], plans)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m, ok := p.merged[k]; ok {
+		return m, nil
+	}
+	m, err := snac.Merge(plans...)
+	if err != nil {
+		return nil, err
+	}
+	if p.merged == nil || len(p.merged) >= mergeCacheMax {
+		p.merged = map[mergeKey]*snac.Plan{}
+	}
+	p.merged[k] = m
+	return m, nil
 }
 
 func newPlanner(topo snac.Topology) *planner {

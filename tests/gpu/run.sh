@@ -11,7 +11,7 @@
 #   e2e       tests/gpu/memalloc_e2e.c: comm on the CUDA Atom through the C ABI
 #   perf      the same purlin-perf on Purlin and on NCCL, -g 2, eager and -G
 #             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
-#             allgather, 8 B..64 MiB for the rest; graph 8 B..16 MiB)
+#             allgather, 8 B..64 MiB for the rest and for graph mode)
 #   mproc     purlin-perf -m 1 on Purlin (2 processes: cuMem fds over SCM_RIGHTS)
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
@@ -56,7 +56,7 @@ if [[ ! -f "$nccl_inc/nccl.h" ]]; then nccl_inc=/usr/include nccl_lib=/usr/lib/x
 perf_src=(main bench colls colls_v values dtype multiproc backend_cuda)
 perf_src=("${perf_src[@]/#/$root/cmd/purlin-perf/}"); perf_src=("${perf_src[@]/%/.c}")
 cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
-{
+(
   echo "cuda_home=$cuda_home cudart=$cudart nccl_inc=$nccl_inc nccl_lib=$nccl_lib"
   ls "$nccl_lib"/libnccl* 2>&1
   set -x
@@ -66,7 +66,7 @@ cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
     -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
   gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/memalloc_e2e" "$root/tests/gpu/memalloc_e2e.c" \
     -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")"
-} >>"$out/env.log" 2>&1
+) >>"$out/env.log" 2>&1
 verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
 
 # ---------- e2e: comm on the CUDA Atom through the C ABI ----------
@@ -92,12 +92,12 @@ perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-
 }
 for lib in purlin nccl; do
   : >"$out/perf-$lib.txt"
-  for c in "${big[@]}"; do perf "$lib" eager 70 "$c" -b 8 -e 1G -f 4 -n 20 -w 2 -c 1; done
-  for c in "${rest[@]}"; do perf "$lib" eager 25 "$c" -b 8 -e 64M -f 8 -n 20 -w 2 -c 1; done
+  for c in "${big[@]}"; do perf "$lib" eager 90 "$c" -b 8 -e 1G -f 2 -n 20 -w 2 -c 1; done
+  for c in "${rest[@]}"; do perf "$lib" eager 30 "$c" -b 8 -e 64M -f 4 -n 20 -w 2 -c 1; done
   [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv; do perf "$lib" eager 25 "$c" -b 8 -e 16M -f 8 -n 10 -w 1 -c 1; done
 done
 for lib in purlin nccl; do
-  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 25 "$c" -b 8 -e 16M -f 4 -n 20 -w 2 -c 1 -G 10; done
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -b 8 -e 64M -f 2 -n 20 -w 2 -c 1 -G 10; done
 done
 for lib in purlin nccl; do
   w=$(grep -h "Out of bounds" "$out/perf-$lib.txt" | grep -c FAILED)
