@@ -82,4 +82,4 @@ def init_lines(log: str, rank: int, nranks: int) -> List[str]:
 
 def atom_of(line: str) -> str:
     m = re.search(r"(\w+) Atom\b", line)
-    return m.group(1) if m else ""
+    return m.group(1).lower() if m else ""

@@ -1,0 +1,172 @@
+"""torch.distributed calls of an unchanged NCCL program, each checked on every
+rank against reference.py. A case is a function of a Ctx; it raises on the
+first wrong element. Point-to-point, group and CUDA-graph cases are in
+p2p_cases.py and graph_cases.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+
+from reference import check, expected, grid, rank_input, to_dtype
+
+OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "max": dist.ReduceOp.MAX,
+       "min": dist.ReduceOp.MIN, "prod": dist.ReduceOp.PRODUCT}
+FLOATS = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
+INTS = [torch.int32, torch.int64, torch.uint8, torch.int8]
+SIZES = [1, 8, 1031, 262147, 4194311]  # the last is 16 MiB of fp32: past one staging half
+FP8 = [getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)]
+
+
+class Unsupported(Exception):
+    """The backend (gloo, in the harness self-check) cannot do this call."""
+
+
+@dataclass
+class Ctx:
+    rank: int
+    world: int
+    device: torch.device
+    seed: int
+    backend: str
+    notes: list = field(default_factory=list)
+
+    def input(self, count: int, dtype: torch.dtype, seed_offset: int = 0) -> torch.Tensor:
+        return rank_input(self.seed + seed_offset, self.rank, count, dtype, self.device)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def call(self, what: str, fn, *args, **kwargs):
+        """Runs a torch.distributed call; on gloo an unsupported call is noted, not failed."""
+        if self.backend == "nccl":
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except (RuntimeError, ValueError, NotImplementedError) as err:
+            raise Unsupported(f"{what}: {str(err).splitlines()[0]}") from err
+
+
+def all_reduce_one(ctx: Ctx, count: int, dtype, op: str) -> None:
+    t = ctx.input(count, dtype)
+    ctx.call(f"all_reduce {dtype} {op}", dist.all_reduce, t, op=OPS[op])
+    ctx.sync()
+    check(f"all_reduce {dtype} {op} count={count} rank {ctx.rank}", t,
+          expected(ctx.seed, ctx.world, count, dtype, op))
+
+
+def test_all_reduce(ctx: Ctx) -> None:
+    for dtype in FLOATS:
+        for op in ("sum", "avg", "max", "min", "prod"):
+            all_reduce_one(ctx, 1031, dtype, op)
+    for dtype in INTS:
+        for op in ("sum", "max", "min", "prod"):
+            all_reduce_one(ctx, 1031, dtype, op)
+    for dtype in (torch.float32, torch.bfloat16):
+        for count in SIZES:
+            all_reduce_one(ctx, count, dtype, "sum")
+
+
+def test_all_reduce_premul_sum(ctx: Ctx) -> None:
+    make = getattr(dist, "_make_nccl_premul_sum", None)
+    if make is None:
+        raise Unsupported("torch.distributed has no _make_nccl_premul_sum")
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for factor in (2.5, 0.5):
+            t = ctx.input(1031, dtype)
+            ctx.call("premul_sum", dist.all_reduce, t, op=make(factor))
+            ctx.sync()
+            check(f"all_reduce {dtype} premul_sum({factor}) rank {ctx.rank}", t,
+                  expected(ctx.seed, ctx.world, 1031, dtype, "sum", scale=factor))
+
+
+def gathered(ctx: Ctx, count: int, dtype, seed_offset: int = 0) -> torch.Tensor:
+    return torch.cat([to_dtype(grid(ctx.seed + seed_offset, r, count, dtype), dtype) for r in range(ctx.world)])
+
+
+def test_all_gather_into_tensor(ctx: Ctx) -> None:
+    cases = [(d, 1031) for d in FLOATS + INTS] + [(torch.float32, 1 << 20 | 3), (torch.bfloat16, 7)]
+    cases += [(d, 1031) for d in FP8]  # last: gloo (the harness self-check) lacks them
+    outs = [torch.empty(1031, dtype=torch.bfloat16, device=ctx.device) for _ in range(ctx.world)]
+    ctx.call("all_gather", dist.all_gather, outs, ctx.input(1031, torch.bfloat16))
+    ctx.sync()
+    check(f"all_gather (list) bf16 rank {ctx.rank}", torch.cat(outs), gathered(ctx, 1031, torch.bfloat16))
+    for dtype, count in cases:
+        out = torch.full((count * ctx.world,), 3, dtype=torch.float32, device=ctx.device).to(dtype)
+        ctx.call(f"all_gather_into_tensor {dtype}", dist.all_gather_into_tensor, out, ctx.input(count, dtype))
+        ctx.sync()
+        check(f"all_gather_into_tensor {dtype} count={count} rank {ctx.rank}", out, gathered(ctx, count, dtype))
+
+
+def test_reduce_scatter_tensor(ctx: Ctx) -> None:
+    cases = [(d, op, 1031) for d in (torch.float32, torch.bfloat16, torch.float16) for op in ("sum", "avg", "max")]
+    cases += [(torch.int32, "sum", 1031), (torch.int64, "min", 1031), (torch.float32, "sum", 262147)]
+    for dtype, op, count in cases:
+        total = count * ctx.world
+        out = torch.empty(count, dtype=dtype, device=ctx.device)
+        ctx.call(f"reduce_scatter_tensor {dtype} {op}", dist.reduce_scatter_tensor, out,
+                 ctx.input(total, dtype), op=OPS[op])
+        ctx.sync()
+        want = expected(ctx.seed, ctx.world, total, dtype, op)[ctx.rank * count:(ctx.rank + 1) * count]
+        check(f"reduce_scatter_tensor {dtype} {op} count={count} rank {ctx.rank}", out, want)
+
+
+def test_broadcast(ctx: Ctx) -> None:
+    for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.uint8):
+        for src in range(ctx.world):
+            for count in (1031, 262147):
+                t = ctx.input(count, dtype)
+                ctx.call(f"broadcast {dtype}", dist.broadcast, t, src=src)
+                ctx.sync()
+                want = to_dtype(grid(ctx.seed, src, count, dtype), dtype)
+                check(f"broadcast {dtype} src={src} count={count} rank {ctx.rank}", t, want)
+
+
+def test_reduce(ctx: Ctx) -> None:
+    for dtype, op in ((torch.float32, "sum"), (torch.bfloat16, "sum"), (torch.int32, "max"), (torch.float16, "min")):
+        for dst in range(ctx.world):
+            t = ctx.input(4099, dtype)
+            ctx.call(f"reduce {dtype} {op}", dist.reduce, t, dst=dst, op=OPS[op])
+            ctx.sync()
+            if ctx.rank == dst:  # elsewhere the tensor's content is unspecified
+                check(f"reduce {dtype} {op} dst={dst} rank {ctx.rank}", t,
+                      expected(ctx.seed, ctx.world, 4099, dtype, op))
+
+
+def split_size(src: int, dst: int) -> int:
+    """Elements src sends to dst in the uneven all_to_all: all different."""
+    return 3 + 7 * src + 5 * dst + 2 * src * dst
+
+
+def test_all_to_all_single(ctx: Ctx) -> None:
+    for dtype in (torch.float32, torch.bfloat16):
+        # Even: chunk d of every rank's input goes to rank d.
+        chunk = 1031
+        out = torch.empty(chunk * ctx.world, dtype=dtype, device=ctx.device)
+        ctx.call("all_to_all_single even", dist.all_to_all_single, out, ctx.input(chunk * ctx.world, dtype))
+        ctx.sync()
+        want = torch.cat([to_dtype(grid(ctx.seed, s, chunk * ctx.world, dtype), dtype)[ctx.rank * chunk:(ctx.rank + 1) * chunk]
+                          for s in range(ctx.world)])
+        check(f"all_to_all_single even {dtype} rank {ctx.rank}", out, want)
+        # Uneven: sizes differ per (src, dst) pair.
+        send_sizes = [split_size(ctx.rank, d) for d in range(ctx.world)]
+        recv_sizes = [split_size(s, ctx.rank) for s in range(ctx.world)]
+        out = torch.empty(sum(recv_sizes), dtype=dtype, device=ctx.device)
+        ctx.call("all_to_all_single uneven", dist.all_to_all_single, out, ctx.input(sum(send_sizes), dtype, 9),
+                 output_split_sizes=recv_sizes, input_split_sizes=send_sizes)
+        ctx.sync()
+        parts = []
+        for s in range(ctx.world):
+            sizes = [split_size(s, d) for d in range(ctx.world)]
+            theirs = to_dtype(grid(ctx.seed + 9, s, sum(sizes), dtype), dtype)
+            start = sum(sizes[:ctx.rank])
+            parts.append(theirs[start:start + sizes[ctx.rank]])
+        check(f"all_to_all_single uneven {dtype} rank {ctx.rank}", out, torch.cat(parts))
+
+
+CASES = [test_all_reduce, test_all_reduce_premul_sum, test_all_gather_into_tensor, test_reduce_scatter_tensor,
+         test_broadcast, test_reduce, test_all_to_all_single]

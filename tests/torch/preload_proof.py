@@ -1,0 +1,97 @@
+"""Proof that an LD_PRELOADed Purlin, not the real NCCL, serves torch.
+
+Checked in each rank before any collective:
+- the library is in LD_PRELOAD and mapped (/proc/self/maps);
+- every NCCL name torch imports resolves, in the global scope, into Purlin;
+- dlsym in libtorch_cuda.so's own scope (its DT_NEEDED libnccl.so.2) gives
+  Purlin's ncclAllReduce: the loader satisfied torch's NEEDED with Purlin;
+- ncclGetVersion through CDLL(None) is Purlin's (and purlinGetVersion exists).
+A real libnccl.so.2 that torch maps by itself (its __init__ preloads CUDA
+wheels with ctypes, RTLD_LOCAL) is reported; nothing may bind to it.
+After the run, init_report() reads Purlin's INFO lines from the rank's stderr.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pynccl"))
+from proof import atom_of, init_lines, mapped_files, where  # noqa: E402
+
+# The NCCL names libtorch_cuda.so of torch 2.11+cu130 imports (reference nccl-symbols.md).
+TORCH_IMPORTS = """ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort
+ncclCommCount ncclCommDeregister ncclCommDestroy ncclCommFinalize ncclCommGetAsyncError ncclCommInitAll
+ncclCommInitRank ncclCommInitRankConfig ncclCommInitRankScalable ncclCommRegister ncclCommShrink
+ncclCommSplit ncclCommUserRank ncclCommWindowDeregister ncclCommWindowRegister ncclDevCommCreate
+ncclDevCommDestroy ncclGetErrorString ncclGetLastError ncclGetUniqueId ncclGetVersion ncclGroupEnd
+ncclGroupSimulateEnd ncclGroupStart ncclMemAlloc ncclMemFree ncclRecv ncclRedOpCreatePreMulSum
+ncclRedOpDestroy ncclReduce ncclReduceScatter ncclSend""".split()
+
+_libc = ctypes.CDLL(None)
+_libc.dlsym.restype, _libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+RTLD_DEFAULT = None
+
+
+def purlin_library() -> str:
+    """Purlin's file: PURLIN_DROPIN_LIBRARY, else the LD_PRELOAD entry with nccl or purlin in its name."""
+    named = os.environ.get("PURLIN_DROPIN_LIBRARY")
+    if named:
+        return os.path.realpath(named)
+    for entry in os.environ.get("LD_PRELOAD", "").replace(":", " ").split():
+        if "nccl" in os.path.basename(entry) or "purlin" in os.path.basename(entry):
+            return os.path.realpath(entry)
+    raise AssertionError("no Purlin library in LD_PRELOAD (set it to build/nccl-so/libnccl.so.2)")
+
+
+def prove_preload() -> dict:
+    lib = purlin_library()
+    preloaded = [os.path.realpath(e) for e in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()]
+    if lib not in preloaded:
+        raise AssertionError(f"{lib} is not in LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r}")
+    if lib not in mapped_files(r"nccl|purlin"):
+        raise AssertionError(f"{lib} is not mapped in this process")
+    wrong = {}
+    for name in TORCH_IMPORTS:
+        owner = where(_libc.dlsym(RTLD_DEFAULT, name.encode()))
+        if owner != lib:
+            wrong[name] = owner or "unresolved"
+    if wrong:
+        raise AssertionError(f"NCCL names torch imports that do not resolve into {lib}: {wrong}")
+    torch_cuda = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")
+    handle = ctypes.CDLL(torch_cuda, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)._handle
+    needed = where(_libc.dlsym(handle, b"ncclAllReduce"))
+    notes = []
+    if needed != lib:
+        if os.path.basename(lib) == "libnccl.so.2":  # the nccl-so build must satisfy the NEEDED itself
+            raise AssertionError(f"libtorch_cuda.so's NEEDED libnccl.so.2 is {needed or '?'}, not {lib}")
+        notes.append(f"{os.path.basename(lib)} lacks SONAME libnccl.so.2: torch's NEEDED loaded {needed}; "
+                     f"every name above still binds to Purlin through the preload")
+    code = ctypes.c_int()
+    if ctypes.CDLL(None).ncclGetVersion(ctypes.byref(code)) != 0 or len(str(code.value)) != 5:
+        raise AssertionError(f"ncclGetVersion through CDLL(None) gave {code.value}")
+    if not _libc.dlsym(RTLD_DEFAULT, b"purlinGetVersion"):
+        raise AssertionError("purlinGetVersion is not in the global scope: the preloaded file is not Purlin")
+    also = [f for f in mapped_files(r"^libnccl") if f != lib]
+    return {"library": lib, "version": code.value, "also_mapped": also, "notes": notes}
+
+
+def init_report(log: str, rank: int, world: int, expect_atom: str, need_solo: bool) -> str:
+    """Checks Purlin logged this rank's communicators; the real NCCL logged nothing."""
+    lines = init_lines(log, rank, world)
+    if not lines:
+        raise AssertionError(f"no Purlin INFO line for rank {rank} of {world} from pid {os.getpid()} "
+                             f"(PURLIN_DEBUG=INFO unset, or Purlin did not serve the communicator)")
+    atoms = sorted({atom_of(line) for line in lines})
+    if expect_atom and atoms != [expect_atom]:
+        raise AssertionError(f"communicators used the {atoms} Atom(s), expected {expect_atom}: {lines}")
+    solo = init_lines(log, 0, 1) if need_solo else []
+    if need_solo and not solo:
+        raise AssertionError("no Purlin INFO line for the one-rank group (rank 0 of 1)")
+    if "NCCL INFO" in log:  # NCCL_DEBUG=INFO is set: the real NCCL would have logged its init
+        first = next(line for line in log.splitlines() if "NCCL INFO" in line)
+        raise AssertionError(f"the real NCCL ran in this process: {first}")
+    return f"{len(lines) + len(solo)} Purlin communicators logged ({', '.join(atoms)} Atom)"

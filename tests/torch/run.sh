@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/torch/run.sh [LIBRARY]: an unchanged torch.distributed program (nccl
+# backend, 2 processes, one GPU each; check_torch.py) started with
+# LD_PRELOAD=LIBRARY. Default build/nccl-so/libnccl.so.2 (SONAME libnccl.so.2,
+# so the real NCCL never satisfies torch's NEEDED), else build/libpurlin.so.
+#   TORCH_BACKEND=gloo  the harness self-check on the CPU (no GPU, no Purlin)
+#   TORCH_BASELINE=1    the same cases on the real NCCL (no preload)
+#   TORCH_NRANKS=N (default 2)   PYTHON=... (python3)
+# The log goes to $OUT/torch-<backend>.log (default build/dropin-logs/), one
+# stderr file per rank beside it. Exit status 0 only if every check passed.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+lib="${1:-}"
+if [[ -z "$lib" ]]; then
+  lib="$root/build/nccl-so/libnccl.so.2"
+  [[ -f "$lib" ]] || lib="$root/build/libpurlin.so"
+fi
+out="${OUT:-$root/build/dropin-logs}"
+mkdir -p "$out"
+backend="${TORCH_BACKEND:-nccl}"
+args=(--backend "$backend" --nranks "${TORCH_NRANKS:-2}" --logdir "$out")
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-60}"
+preload=()
+if [[ "${TORCH_BASELINE:-0}" == 1 ]]; then
+  args+=(--baseline)
+  log="$out/torch-$backend-baseline.log"
+elif [[ "$backend" == nccl ]]; then
+  [[ -f "$lib" ]] || { echo "torch: no library at $lib (make nccl-so-cuda)"; exit 2; }
+  lib="$(realpath "$lib")"
+  readelf -d "$lib" 2>/dev/null | grep -E SONAME
+  export PURLIN_DROPIN_LIBRARY="$lib" PURLIN_DEBUG="${PURLIN_DEBUG:-INFO}"
+  preload=(env "LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}")
+  log="$out/torch-$backend.log"
+else
+  log="$out/torch-$backend.log"
+fi
+
+timeout 570 "${preload[@]}" "${PYTHON:-python3}" "$root/tests/torch/check_torch.py" "${args[@]}" >"$log" 2>&1
+rc=$?
+grep -E "^(torch|  )" "$log" | grep -vE ": ok$"
+[[ $rc == 124 ]] && echo "torch: timed out after 570 s (log: $log)"
+[[ $rc != 0 ]] && tail -40 "$log"
+echo "torch log: $log"
+exit $rc
