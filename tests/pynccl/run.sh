@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/pynccl/run.sh [LIBRARY]: the vLLM-style ctypes client (check_pynccl.py)
 # on Purlin, 2 ranks as spawned processes, one GPU each. LIBRARY is loaded by
-# path, never preloaded; default build/libpurlin.so, else build/nccl-so/libnccl.so.2.
+# path, never preloaded; default build/nccl-so/libnccl.so.2, else build/libpurlin.so.
 #   PYNCCL_MODE=host  numpy buffers on Purlin's host datapath (no GPU needed)
 #   PYNCCL_NRANKS=N   ranks (default 2)      PYTHON=...  interpreter (python3)
 #   PYNCCL_BASELINE=1 LIBRARY is another NCCL (say the real libnccl.so.2): same
@@ -12,8 +12,8 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 lib="${1:-}"
 if [[ -z "$lib" ]]; then
-  lib="$root/build/libpurlin.so"
-  [[ -f "$lib" ]] || lib="$root/build/nccl-so/libnccl.so.2"
+  lib="$root/build/nccl-so/libnccl.so.2"  # one build (make nccl-so-cuda) serves both drop-in tests
+  [[ -f "$lib" ]] || lib="$root/build/libpurlin.so"
 fi
 out="${OUT:-$root/build/dropin-logs}"
 mkdir -p "$out"

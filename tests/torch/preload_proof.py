@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 
 import torch
@@ -91,7 +92,8 @@ def init_report(log: str, rank: int, world: int, expect_atom: str, need_solo: bo
     solo = init_lines(log, 0, 1) if need_solo else []
     if need_solo and not solo:
         raise AssertionError("no Purlin INFO line for the one-rank group (rank 0 of 1)")
-    if "NCCL INFO" in log:  # NCCL_DEBUG=INFO is set: the real NCCL would have logged its init
-        first = next(line for line in log.splitlines() if "NCCL INFO" in line)
-        raise AssertionError(f"the real NCCL ran in this process: {first}")
+    # NCCL_DEBUG=INFO is set: the real NCCL would have logged its init as `host:pid:tid [dev] NCCL INFO ...`.
+    real = [line for line in log.splitlines() if re.search(r"\[\d+\] NCCL INFO", line)]
+    if real:
+        raise AssertionError(f"the real NCCL ran in this process: {real[0]}")
     return f"{len(lines) + len(solo)} Purlin communicators logged ({', '.join(atoms)} Atom)"
