@@ -22,6 +22,8 @@ import sys
 import time
 import traceback
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from buffers import make_buffers  # noqa: E402
@@ -68,7 +70,7 @@ def rank_main(rank: int, args: argparse.Namespace, ids: mp.Queue, results: mp.Qu
         comm = lib.comm_init_rank(args.nranks, uid, rank)
         bufs.comm = comm
         # vLLM's warm-up: one tiny AllReduce and a stream sync.
-        one = bufs.upload(__import__("numpy").ones(1), "float32")
+        one = bufs.upload(np.ones(1), "float32")
         lib.all_reduce(bufs.ptr(one), bufs.ptr(one), 1, DTYPES["float32"], OPS["sum"], comm, bufs.stream())
         bufs.synchronize()
         if bufs.download(one)[0] != args.nranks:
