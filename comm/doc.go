@@ -47,8 +47,11 @@
 //
 // # Datapaths
 //
-// atom_select.go picks the Atom per communicator from PURLIN_ATOM: the
-// host Atom today, the CUDA Atom when the build has it and a GPU is usable.
+// atom_select.go picks the Atom per communicator from PURLIN_ATOM: under
+// auto, the CUDA Atom (atom_cuda.go) when the build has its kernels, a GPU
+// is usable and the thread calling InitRank had a current CUDA device (NCCL's
+// rule; that device becomes the communicator's), the host Atom otherwise.
+// MemAlloc follows the same rule for device memory.
 //
 // Concurrency: every function is safe from any goroutine. Abort may be
 // called from any thread while others wait. Collectives of one

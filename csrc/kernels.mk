@@ -31,7 +31,11 @@ kernels-headers:
 lib-cuda: kernels
 	$(MAKE) lib GOTAGS=cudakernels
 
-# gpu-tests: test binaries the GPU machine runs (it has no Go): build/gpu/*.test
+# gpu-tests: what tests/gpu/run.sh needs on the GPU machine (it has no Go):
+# build/gpu/cuda.test and build/gpu/lib/libpurlin.so (kernels embedded; its own
+# copy, so a plain `make lib` cannot replace it with a kernel-less build).
 gpu-tests: kernels
-	@mkdir -p $(BUILD)/gpu
+	@mkdir -p $(BUILD)/gpu/lib
 	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -o $(BUILD)/gpu/cuda.test ./atom/cuda
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags cudakernels -ldflags="$(LDFLAGS)" -o $(BUILD)/gpu/lib/libpurlin.so ./capi
+	@rm -f $(BUILD)/gpu/lib/libpurlin.h

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh: the GPU suite, the one command the GPU machine runs (it has
 # no Go). Build here first:
-#   make lib-cuda gpu-tests && mkdir -p build/gpu/lib && cp build/libpurlin.so build/gpu/lib/
-# (build/gpu/cuda.test, build/gpu/lib/libpurlin.so with the kernels), then on
+#   make gpu-tests   # build/gpu/cuda.test, build/gpu/lib/libpurlin.so (kernels embedded)
+# then on
 # the GPU machine, with build/ carried:  bash tests/gpu/run.sh
 # Parts, in priority order, each under its own timeout, continuing after a
 # failure, each ending in one PASS/FAIL/SKIP line:
