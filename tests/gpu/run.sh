@@ -48,25 +48,7 @@ verdict() { # verdict NAME STATUS [detail]
 } >"$out/env.log" 2>&1
 head -4 "$out/env.log"
 
-cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
-cudart="$(ls "$cuda_home"/lib64/libcudart.so "$cuda_home"/targets/x86_64-linux/lib/libcudart.so "$cuda_home"/lib64/libcudart.so.* 2>/dev/null | head -1)"
-nccl_dir="$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)"
-nccl_inc="$nccl_dir/include" nccl_lib="$nccl_dir/lib"
-if [[ ! -f "$nccl_inc/nccl.h" ]]; then nccl_inc=/usr/include nccl_lib=/usr/lib/x86_64-linux-gnu; fi
-perf_src=(main bench colls colls_v values dtype multiproc backend_cuda)
-perf_src=("${perf_src[@]/#/$root/cmd/purlin-perf/}"); perf_src=("${perf_src[@]/%/.c}")
-cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
-(
-  echo "cuda_home=$cuda_home cudart=$cudart nccl_inc=$nccl_inc nccl_lib=$nccl_lib"
-  ls "$nccl_lib"/libnccl* 2>&1
-  set -x
-  "${cc_cuda[@]}" -I"$root/include" -o "$bin/perf-purlin" "${perf_src[@]}" \
-    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
-  "${cc_cuda[@]}" -DPERF_REAL_NCCL -I"$nccl_inc" -I"$root/include" -o "$bin/perf-nccl" "${perf_src[@]}" \
-    -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
-  gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/memalloc_e2e" "$root/tests/gpu/memalloc_e2e.c" \
-    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")"
-) >>"$out/env.log" 2>&1
+source "$root/tests/gpu/build-perf.sh"
 verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
 
 # ---------- e2e: comm on the CUDA Atom through the C ABI ----------

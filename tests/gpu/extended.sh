@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# tests/gpu/extended.sh: the GPU checks beyond tests/gpu/run.sh, for the GPU
+# machine (no Go there). Build here first:
+#   make gpu-tests nccl-so-cuda
+# then there, with build/ carried:  bash tests/gpu/extended.sh
+# Parts, each under its own timeout, continuing after a failure:
+#   dtypes     purlin-perf on Purlin, every collective x every dtype x every op,
+#              -g 2, eager and CUDA-graph, odd and even sizes, -c 1
+#   mproc      the same, every dtype, 2 processes (cuMem fds over SCM_RIGHTS)
+#   racecheck  compute-sanitizer racecheck on a small all-reduce
+#   python     python/tests with torch tensors and CuPy arrays (issue 5)
+#   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
+#   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
+# $OUT gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
+# racecheck.log, python.log, dropin.tgz (at most 8 files come back).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${OUT:-$root/build/gpu/logs}"
+gpu="$root/build/gpu"
+bin="$gpu/bin"
+mkdir -p "$out" "$bin"
+summary="$out/summary.txt"
+: >"$summary"
+fail=0
+note() { echo "$*" | tee -a "$summary"; }
+verdict() { # verdict NAME STATUS [detail]
+  if [[ $2 == 0 ]]; then note "PASS $1 ${3:-}"; else note "FAIL $1 (status $2) ${3:-}"; fail=1; fi
+}
+wrong() { grep -h "Out of bounds" "$1" | sort | uniq -c | tr -s ' ' | tr '\n' ';'; }
+
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; } >"$out/env.log" 2>&1
+source "$root/tests/gpu/build-perf.sh"
+verdict build $? "(purlin-perf on Purlin; env.log)"
+
+# ---------- dtypes: every collective x dtype x op, eager and graph ----------
+f="$out/perf-dtypes.txt"; : >"$f"; s=0
+for mode in eager graph; do
+  g=(); [[ $mode == graph ]] && g=(-G 4)
+  for c in allreduce allgather reducescatter alltoall broadcast reduce gather scatter sendrecv allgatherv reducescatterv alltoallv; do
+    echo "## RUN $mode $c" >>"$f"
+    timeout 40 "$bin/perf-purlin" "$c" -g 2 -d all -o all -b 3 -e 3M -f 37 -n 2 -w 1 -c 1 "${g[@]}" >>"$f" 2>&1 || { s=1; note "FAIL dtypes $mode $c"; }
+  done
+done
+verdict dtypes $s "($(wrong "$f"))"
+
+# ---------- mproc: every dtype, 2 processes ----------
+f="$out/perf-mproc-dtypes.txt"
+PURLIN_DEBUG=INFO timeout 90 "$bin/perf-purlin" all -g 2 -m 1 -d all -b 5 -e 5M -f 97 -n 2 -w 1 -c 1 >"$f" 2>&1
+verdict mproc-dtypes $? "($(wrong "$f"))"
+
+# ---------- racecheck ----------
+timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  "$bin/perf-purlin" allreduce -g 2 -b 8 -e 256K -f 64 -n 1 -w 1 -c 1 >"$out/racecheck.log" 2>&1
+verdict racecheck $? "($(grep -m1 "ERROR SUMMARY\|RACECHECK SUMMARY" "$out/racecheck.log"))"
+
+# ---------- python package on GPUs ----------
+PURLIN_LIBRARY="$gpu/lib/libpurlin.so" PYTHONPATH="$root/python" timeout 150 \
+  python3 -m pytest -q -x -p no:cacheprovider "$root/python/tests/test_torch_gpu.py" "$root/python/tests/test_cupy_gpu.py" >"$out/python.log" 2>&1
+verdict python $? "($(tail -1 "$out/python.log"))"
+
+# ---------- drop-in: torch under LD_PRELOAD, vLLM-style ctypes client ----------
+mkdir -p "$gpu/dropin"
+OUT="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-run.txt" 2>&1
+verdict torch $? "($(tail -1 "$gpu/dropin/torch-run.txt"))"
+OUT="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
+verdict pynccl $? "($(tail -1 "$gpu/dropin/pynccl-run.txt"))"
+tar -czf "$out/dropin.tgz" -C "$gpu" dropin
+
+echo "extended gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
+exit $fail
