@@ -41,15 +41,26 @@ def log_path(args, rank: int) -> str:
 
 
 def run_cases(ctx: Ctx, report: list) -> None:
+    """Runs every case, even after one fails, so one run shows them all;
+    raises at the end naming the failed cases."""
+    failed = []
     for case in ALL_CASES:
         try:
             case(ctx)
         except Unsupported as why:
             if ctx.backend == "nccl":  # every call must work on NCCL
-                raise AssertionError(f"{case.__name__}: {why}") from why
+                failed.append(f"{case.__name__}: {why}")
+                report.append(f"  {case.__name__}: FAILED (unsupported: {why})")
+                continue
             report.append(f"  {case.__name__}: not run on {ctx.backend} ({why})")
             continue
+        except AssertionError as err:
+            failed.append(f"{case.__name__}: {err}")
+            report.append(f"  {case.__name__}: FAILED: {err}")
+            continue
         report.append(f"  {case.__name__}: ok")
+    if failed:
+        raise AssertionError(f"{len(failed)} of {len(ALL_CASES)} cases failed:\n" + "\n".join(failed))
 
 
 def rank_main(rank: int, args: argparse.Namespace) -> None:
