@@ -7,7 +7,7 @@ GOTAGS  ?=
 comma   := ,
 LDFLAGS := -s -w '-extldflags=-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libpurlin.so'
 
-.PHONY: lib test nccl-so nccl-so-cuda FORCE
+.PHONY: lib test nccl-so nccl-so-cuda gpu-test FORCE
 lib: $(LIB)
 
 # The drop-in build: the same library with SONAME libnccl.so.2, so that under
@@ -33,6 +33,11 @@ FORCE:
 # test and the Python suite; one closing line per suite, non-zero on any failure.
 test:
 	@tests/run.sh
+
+# `make gpu-test`: the GPU suite, on a machine with GPUs and no Go. Build here
+# first (`make gpu-tests nccl-so-cuda`) and carry build/ there.
+gpu-test:
+	@bash tests/gpu/run.sh; a=$$?; bash tests/gpu/extended.sh; b=$$?; [ $$a = 0 ] && [ $$b = 0 ]
 
 $(LIB): $(shell find . -name '*.go' -not -path './build/*') $(wildcard capi/*.c capi/*.h capi/exports.map include/*.h)
 	@mkdir -p $(BUILD)
