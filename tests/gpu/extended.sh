@@ -11,13 +11,13 @@
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
-# $OUT gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
+# $OUT/extended/ gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
 # racecheck.log, python.log, dropin.tgz (at most 8 files come back).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="${OUT:-$root/build/gpu/logs}"
+out="${OUT:-$root/build/gpu/logs}/extended"  # beside run.sh's files, not over them
 gpu="$root/build/gpu"
 bin="$gpu/bin"
 mkdir -p "$out" "$bin"
