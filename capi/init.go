@@ -8,7 +8,6 @@ import "C"
 import (
 	"unsafe"
 
-	"purlin/atom/host"
 	"purlin/comm"
 	"purlin/config"
 	"purlin/errs"
@@ -224,12 +223,12 @@ func goHostStream(what C.int, out *C.uintptr_t, s C.uintptr_t) (res C.purlinResu
 		if out == nil {
 			return result(nil, nullArg("HostStreamCreate: stream"))
 		}
-		*out = C.uintptr_t(host.NewStream())
+		*out = C.uintptr_t(comm.NewHostStream())
 		return C.purlinSuccess
 	case 1:
-		return result(nil, host.SynchronizeStream(uintptr(s)))
+		return result(nil, comm.SynchronizeHostStream(uintptr(s)))
 	default:
-		return result(nil, host.DestroyStream(uintptr(s)))
+		return result(nil, comm.DestroyHostStream(uintptr(s)))
 	}
 }
 
