@@ -77,7 +77,7 @@ type Ref struct {
 // Step is one instruction of a worker. Its layout is shared with csrc/plan.cuh.
 type Step struct {
 	Verb Verb
-	NSrc uint8 // Reduce: number of sources
+	NSrc uint8 // Reduce: number of sources; Copy always has one (Src[0]) and leaves NSrc 0
 	Peer uint8 // Notify: the rank whose flag is raised
 	_    uint8
 	Slot uint32 // Notify, Wait; packet copies: unused
