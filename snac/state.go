@@ -84,7 +84,9 @@ func (t Topology) PacketWindow() uint64 { return 2 * roundUp(t.PacketMax, 8) }
 
 // PacketBytes is the size of one rank's packet buffer:
 // [collective: half 0: window per source | half 1: ...][p2p: per source: half 0 | half 1].
-func (t Topology) PacketBytes() uint64 { return 2*uint64(t.NRanks)*t.PacketWindow() + uint64(t.NRanks)*2*t.PacketWindow() }
+func (t Topology) PacketBytes() uint64 {
+	return 2*uint64(t.NRanks)*t.PacketWindow() + uint64(t.NRanks)*2*t.PacketWindow()
+}
 
 // PacketOff is where src's collective window starts in a rank's packet buffer (half 0).
 func (t Topology) PacketOff(src int) uint64 { return uint64(src) * t.PacketWindow() }
