@@ -185,3 +185,11 @@ purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle) {
   GUARD(); return goCommDeregister((uintptr_t)comm, (uintptr_t)handle);
 }
 NCCL_ALIASES(CommDeregister)
+purlinResult_t purlinCommWindowRegister(purlinComm_t comm, void* buff, size_t size, purlinWindow_t* win, int winFlags) {
+  GUARD(); return goCommWindowRegister((uintptr_t)comm, buff, size, (uintptr_t*)win, winFlags);
+}
+NCCL_ALIASES(CommWindowRegister)
+purlinResult_t purlinCommWindowDeregister(purlinComm_t comm, purlinWindow_t win) {
+  GUARD(); return goCommWindowDeregister((uintptr_t)comm, (uintptr_t)win);
+}
+NCCL_ALIASES(CommWindowDeregister)

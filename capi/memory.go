@@ -56,20 +56,3 @@ func goCommDeregister(h C.uintptr_t, handle C.uintptr_t) (res C.purlinResult_t) 
 	}
 	return result(c, c.Deregister(uintptr(handle)))
 }
-
-// goCommWindowRegister serves ncclCommWindowRegister and (flags -1)
-// ncclCommWindowDeregister: neither is supported yet.
-//
-//export goCommWindowRegister
-func goCommWindowRegister(h C.uintptr_t, buff unsafe.Pointer, size C.size_t, win *unsafe.Pointer, flags C.int) (res C.purlinResult_t) {
-	defer recovered(&res)
-	c, err := lookup(h)
-	if err != nil {
-		return result(nil, err)
-	}
-	if win != nil {
-		*win = nil
-	}
-	_, err = c.WindowRegister(uintptr(buff), uint64(size), int(flags))
-	return result(c, err)
-}

@@ -30,18 +30,6 @@ static purlinResult_t capi_CommInitRankScalable(purlinComm_t* comm, int nranks, 
 }
 NCCL_ONLY(CommInitRankScalable)
 
-static purlinResult_t capi_CommWindowRegister(purlinComm_t comm, void* buff, size_t size, void** win, int winFlags) {
-  GUARD();
-  return goCommWindowRegister((uintptr_t)comm, buff, size, win, winFlags);
-}
-NCCL_ONLY(CommWindowRegister)
-
-static purlinResult_t capi_CommWindowDeregister(purlinComm_t comm, void* win) {
-  GUARD();
-  return goCommWindowRegister((uintptr_t)comm, win, 0, NULL, -1);
-}
-NCCL_ONLY(CommWindowDeregister)
-
 /* Debug settings are reread from the environment (PURLIN_DEBUG, ...). */
 static void capi_ResetDebugInit(void) {
   if (!purlinForked) goResetDebugInit();

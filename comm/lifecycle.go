@@ -175,6 +175,7 @@ func (c *Comm) free(bye bool) {
 	if c.state.Swap(stateDestroyed) == stateDestroyed {
 		return
 	}
+	c.releaseWindows() // before the datapath goes: a CUDA window's imports live in its context
 	if c.dp != nil {
 		c.dp.Close()
 	}

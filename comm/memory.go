@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"purlin/atom/host"
 	"purlin/errs"
 )
 
@@ -18,14 +19,20 @@ const memAlign = 64
 
 // MemAlloc allocates size bytes that collectives may use. With a usable
 // CUDA Atom and a current device on the calling thread it is device memory
-// (cudaMemAlloc); otherwise C memory (never moved by Go's collector),
-// aligned to 64 bytes.
+// (cudaMemAlloc); otherwise page-aligned host memory backed by a memfd
+// (host.AllocShared), so a window can share it with ranks in other
+// processes; C memory aligned to 64 bytes if memfd is unavailable. Neither
+// is ever moved by Go's collector.
 func MemAlloc(size uint64) (unsafe.Pointer, error) {
 	if size == 0 {
 		return nil, errs.New(errs.ErrInvalidArgument, "MemAlloc: size is 0")
 	}
 	if p, handled, err := cudaMemAlloc(size); handled {
 		return p, err
+	}
+	if ptr, err := host.AllocShared(size); err == nil {
+		// Not Go memory: converted without arithmetic, as in cudaMemAlloc.
+		return *(*unsafe.Pointer)(unsafe.Pointer(&ptr)), nil
 	}
 	var p unsafe.Pointer
 	if rc := C.posix_memalign(&p, memAlign, C.size_t(size)); rc != 0 {
@@ -39,6 +46,9 @@ func MemAlloc(size uint64) (unsafe.Pointer, error) {
 
 // MemFree frees memory from MemAlloc; any other pointer is an error.
 func MemFree(ptr unsafe.Pointer) error {
+	if ok, err := host.FreeShared(uintptr(ptr)); ok {
+		return err
+	}
 	allocs.Lock()
 	p, ok := allocs.m[uintptr(ptr)]
 	delete(allocs.m, uintptr(ptr))
@@ -91,9 +101,3 @@ var regs = struct {
 	next uintptr
 	m    map[uintptr]*Comm
 }{m: map[uintptr]*Comm{}}
-
-// WindowRegister is NCCL's collective symmetric registration; Purlin does
-// not offer windows yet.
-func (c *Comm) WindowRegister(buff uintptr, size uint64, flags int) (uintptr, error) {
-	return 0, errs.New(errs.ErrUnsupported, "CommWindowRegister is not supported by Purlin yet (symmetric windows); collectives work on unregistered buffers")
-}

@@ -200,6 +200,20 @@ purlinResult_t purlinMemFree(void* ptr);
 purlinResult_t purlinCommRegister(const purlinComm_t comm, void* buff, size_t size, void** handle);
 purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle);
 
+/* ---------- symmetric windows (ncclCommWindowRegister, NCCL 2.27) ----------
+ * Collective: every rank registers a buffer of the same size, its address a
+ * multiple of PURLIN_WIN_REQUIRED_ALIGNMENT (purlinMemAlloc's buffers are;
+ * on GPUs the buffer must come from purlinMemAlloc/cuMem). *win receives an
+ * opaque handle. Inside a group the registration runs at purlinGroupEnd.
+ * Deregistration is collective too; purlinCommDestroy releases all windows.
+ * Collectives do not use windows yet (a later zero-copy path will). */
+typedef struct purlinWindow* purlinWindow_t;
+#define PURLIN_WIN_DEFAULT 0x00
+#define PURLIN_WIN_COLL_SYMMETRIC 0x01
+#define PURLIN_WIN_REQUIRED_ALIGNMENT 4096
+purlinResult_t purlinCommWindowRegister(purlinComm_t comm, void* buff, size_t size, purlinWindow_t* win, int winFlags);
+purlinResult_t purlinCommWindowDeregister(purlinComm_t comm, purlinWindow_t win);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,207 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	"purlin/atom"
+	"purlin/errs"
+)
+
+// UserWindow is one rank's view of a symmetric window (ncclCommWindowRegister):
+// every rank's registered buffer as a device address usable on this rank's
+// device. Ranks of this process are reached through their own pointers (the
+// allocation gets access for this device); ranks of other processes through
+// their cuMem allocation, exported as a POSIX fd, imported and mapped here,
+// until Close. Nothing in the datapath reads windows yet: they are the
+// groundwork for a later zero-copy path that will address peers' user
+// buffers through Peers instead of staging.
+type UserWindow struct {
+	ctx     cuContext
+	peers   []uintptr // by rank; immutable
+	imports []vmm     // other processes' allocations mapped here
+}
+
+// Peers returns every rank's buffer as this rank's device addresses it.
+func (w *UserWindow) Peers() []uintptr { return append([]uintptr(nil), w.peers...) }
+
+// Close unmaps the other processes' allocations. It is local: peers' own
+// memory is untouched.
+func (w *UserWindow) Close() error {
+	imports := w.imports
+	w.imports = nil
+	if len(imports) == 0 {
+		return nil
+	}
+	return inContext(w.ctx, func() error {
+		for _, m := range imports {
+			m.free()
+		}
+		return nil
+	})
+}
+
+// userBuffer is what a rank learns about its own buffer before sharing it.
+type userBuffer struct {
+	ptr, base, allocSize uint64
+	handle               uint64 // retained; released by release
+	fd                   int    // exported POSIX fd, or -1
+}
+
+// inspect finds the cuMem allocation holding [ptr, ptr+size) and exports
+// it when other processes need it.
+func inspect(ptr uintptr, size uint64, export bool) (userBuffer, error) {
+	b := userBuffer{ptr: uint64(ptr), fd: -1}
+	if err := loadWindowDriver(); err != nil {
+		return b, err
+	}
+	if r := windowDriver.MemRetainAllocationHandle(&b.handle, ptr); r != cuSuccess {
+		return b, errs.New(errs.ErrInvalidArgument,
+			"window buffer %#x: buffer must come from ncclMemAlloc/cuMem (cuMemRetainAllocationHandle: %s)", ptr, errorName(r))
+	}
+	var base devicePtr
+	var allocSize uintptr
+	if r := windowDriver.MemGetAddressRange(&base, &allocSize, devicePtr(ptr)); r != cuSuccess {
+		return b, cuErr(r, "cuMemGetAddressRange", "window buffer ", ptr)
+	}
+	b.base, b.allocSize = uint64(base), uint64(allocSize)
+	if b.ptr-b.base+size > b.allocSize {
+		return b, errs.New(errs.ErrInvalidArgument, "window buffer %#x: %d bytes run past its allocation (%d bytes at %#x)", ptr, size, allocSize, base)
+	}
+	if export {
+		var fd int32
+		if r := driver.MemExportToShareableHandle(&fd, b.handle, memHandleTypePosixFD, 0); r != cuSuccess {
+			return b, errs.New(errs.ErrInvalidArgument,
+				"window buffer %#x: its cuMem allocation cannot be exported as a POSIX fd (allocate it with ncclMemAlloc): %s", ptr, errorName(r))
+		}
+		b.fd = int(fd)
+	}
+	return b, nil
+}
+
+func (b userBuffer) release() {
+	if b.handle != 0 {
+		driver.MemRelease(b.handle)
+	}
+	closeFDs([]int{b.fd})
+}
+
+// MapWindow is collective over ex: every rank passes its buffer (a cuMem
+// allocation, as from ncclMemAlloc; equal sizes, checked by the caller) and
+// gets every rank's buffer addressable from this rank's device. When any
+// rank fails, every rank returns an error naming it, and none keeps a window.
+func (r *Rank) MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) {
+	var w *UserWindow
+	err := inContext(r.ctx, func() (err error) {
+		w, err = r.mapWindow(ex, ptr, size)
+		return err
+	})
+	return w, err
+}
+
+func (r *Rank) mapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) {
+	// Who lives where decides whether fds are needed: learn that first.
+	pids, err := ex.AllGather(binary.LittleEndian.AppendUint64(nil, uint64(os.Getpid())))
+	if err != nil {
+		return nil, fmt.Errorf("cuda window rank %d: exchanging pids: %w", ex.Rank(), err)
+	}
+	onePID := true
+	for _, p := range pids {
+		onePID = onePID && len(p) == 8 && binary.LittleEndian.Uint64(p) == uint64(os.Getpid())
+	}
+	mine, localErr := inspect(ptr, size, !onePID)
+	defer mine.release()
+	msg := binary.LittleEndian.AppendUint64(nil, mine.ptr)
+	msg = binary.LittleEndian.AppendUint64(msg, mine.base)
+	msg = binary.LittleEndian.AppendUint64(msg, mine.allocSize)
+	if localErr != nil {
+		msg = append(msg, localErr.Error()...)
+	}
+	all, err := ex.AllGather(msg)
+	if err != nil {
+		return nil, fmt.Errorf("cuda window rank %d: exchanging buffers: %w", ex.Rank(), err)
+	}
+	if localErr != nil {
+		return nil, localErr
+	}
+	for q, m := range all {
+		if len(m) < 24 {
+			return nil, errs.New(errs.ErrRemote, "cuda window: rank %d sent %d bytes", q, len(m))
+		}
+		if len(m) > 24 {
+			return nil, errs.New(errs.ErrInvalidUsage, "cuda window: rank %d failed: %s", q, m[24:])
+		}
+	}
+	fds := make([]int, len(all))
+	for q := range fds {
+		fds[q] = -1
+	}
+	if !onePID {
+		if fds, err = ex.AllGatherFD(mine.fd); err != nil {
+			return nil, fmt.Errorf("cuda window rank %d: exchanging descriptors: %w", ex.Rank(), err)
+		}
+		defer closeFDs(fds)
+	}
+	w := &UserWindow{ctx: r.ctx, peers: make([]uintptr, len(all))}
+	for q, m := range all {
+		if err == nil {
+			samePID := binary.LittleEndian.Uint64(pids[q]) == uint64(os.Getpid())
+			err = w.reach(q, q == ex.Rank(), samePID, fds[q], m, r.device)
+		}
+	}
+	if err = agree(ex, err); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// reach makes rank q's buffer addressable from device: its own pointer
+// (with access for device) in this process, an import of its fd otherwise.
+func (w *UserWindow) reach(q int, self, samePID bool, fd int, rec []byte, device int) error {
+	ptr := binary.LittleEndian.Uint64(rec[0:])
+	base := binary.LittleEndian.Uint64(rec[8:])
+	allocSize := binary.LittleEndian.Uint64(rec[16:])
+	if self {
+		w.peers[q] = uintptr(ptr)
+		return nil
+	}
+	if samePID {
+		desc := memAccessDesc{LocationType: memLocationTypeDevice, LocationID: int32(device), Flags: memAccessFlagsReadWrite}
+		if r := driver.MemSetAccess(devicePtr(base), uintptr(allocSize), &desc, 1); r != cuSuccess {
+			return cuErr(r, "cuMemSetAccess", "rank ", q, "'s window buffer for device ", device)
+		}
+		w.peers[q] = uintptr(ptr)
+		return nil
+	}
+	m, err := importVMM(fd, uintptr(allocSize), device)
+	if err != nil {
+		return fmt.Errorf("cuda window: importing rank %d's buffer: %w", q, err)
+	}
+	w.imports = append(w.imports, m)
+	w.peers[q] = uintptr(m.ptr) + uintptr(ptr-base)
+	return nil
+}
+
+// agree tells every rank whether this one succeeded and returns mine, or
+// the first other rank's failure: a step that fails on one rank fails on all.
+func agree(ex atom.Exchange, mine error) error {
+	var text []byte
+	if mine != nil {
+		text = []byte(mine.Error())
+	}
+	all, err := ex.AllGather(text)
+	if mine != nil {
+		return mine
+	}
+	if err != nil {
+		return fmt.Errorf("cuda window rank %d: agreeing on the outcome: %w", ex.Rank(), err)
+	}
+	for q, t := range all {
+		if len(t) > 0 {
+			return errs.New(errs.ErrInvalidUsage, "cuda window: rank %d failed: %s", q, t)
+		}
+	}
+	return nil
+}

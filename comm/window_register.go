@@ -1,0 +1,166 @@
+package comm
+
+import (
+	"fmt"
+	"sync"
+
+	"purlin/errs"
+)
+
+// What a rank tells the others at each window step, so a rank that is at a
+// different step, window or size is named in the error on every rank:
+//
+//	magic u32 | op u32 | seq u64 | size u64 | flags u64 | refusal text
+const (
+	windowMagic        = 0x4e495750 // "PWIN"
+	windowOpRegister   = 1
+	windowOpDeregister = 2
+	windowRecordBytes  = 32
+)
+
+func windowRecord(op uint32, w *window, refusal error) []byte {
+	b := le.AppendUint32(nil, windowMagic)
+	b = le.AppendUint32(b, op)
+	b = le.AppendUint64(b, w.seq)
+	b = le.AppendUint64(b, w.size)
+	b = le.AppendUint64(b, uint64(int64(w.flags)))
+	if refusal != nil {
+		b = append(b, refusal.Error()...)
+	}
+	return b
+}
+
+// check is this rank's own verdict on its buffer.
+func (w *window) check() error {
+	switch {
+	case w.buff == 0:
+		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: buffer is NULL", w.c.rank)
+	case w.size == 0:
+		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: size is 0", w.c.rank)
+	case w.buff%WindowAlignment != 0:
+		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: buffer %#x is not aligned to NCCL_WIN_REQUIRED_ALIGNMENT (%d bytes); use ncclMemAlloc",
+			w.c.rank, w.buff, WindowAlignment)
+	case w.flags&^WindowCollSymmetric != 0:
+		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: unknown window flags %#x (NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC)", w.c.rank, w.flags)
+	}
+	return nil
+}
+
+// agreeOn exchanges op's record for w and returns the first disagreement
+// or refusal, worded alike on every rank; mine is returned as it is.
+func (w *window) agreeOn(op uint32, what string, mine error) error {
+	c := w.c
+	all, err := c.boot.AllGather(windowRecord(op, w, mine))
+	if err != nil {
+		return fmt.Errorf("%s rank %d: exchanging window records: %w", what, c.rank, err)
+	}
+	if mine != nil {
+		return mine
+	}
+	if len(all[0]) < windowRecordBytes {
+		return errs.New(errs.ErrRemote, "%s: rank 0 sent a %d-byte window record", what, len(all[0]))
+	}
+	size0, flags0 := le.Uint64(all[0][16:]), int64(le.Uint64(all[0][24:]))
+	for q, m := range all {
+		switch {
+		case len(m) < windowRecordBytes || le.Uint32(m) != windowMagic || le.Uint32(m[4:]) != op:
+			return errs.New(errs.ErrMismatch, "%s: rank %d is not at the same window step (a different collective call on the bootstrap)", what, q)
+		case le.Uint64(m[8:]) != w.seq:
+			return errs.New(errs.ErrMismatch, "%s: rank %d names its window #%d, rank %d its window #%d", what, q, le.Uint64(m[8:]), c.rank, w.seq)
+		case len(m) > windowRecordBytes:
+			return errs.New(errs.ErrInvalidUsage, "%s: rank %d refused: %s", what, q, m[windowRecordBytes:])
+		case le.Uint64(m[16:]) != size0:
+			return errs.New(errs.ErrInvalidArgument, "%s: rank %d registers %d bytes, rank 0 %d bytes: every rank must register the same size", what, q, le.Uint64(m[16:]), size0)
+		case int64(le.Uint64(m[24:])) != flags0:
+			return errs.New(errs.ErrInvalidArgument, "%s: rank %d passes window flags %#x, rank 0 %#x", what, q, le.Uint64(m[24:]), flags0)
+		}
+	}
+	return nil
+}
+
+// register runs the collective registration of w (now, or at GroupEnd).
+func (w *window) register() error {
+	c := w.c
+	if c.state.Load() == stateInit {
+		if err := c.WaitInit(); err != nil {
+			return w.finish(nil, fmt.Errorf("CommWindowRegister: communicator %#x: %w", c.handle, err))
+		}
+	}
+	if err := c.usable("CommWindowRegister"); err != nil {
+		return w.finish(nil, err)
+	}
+	if err := w.agreeOn(windowOpRegister, "CommWindowRegister", w.check()); err != nil {
+		return w.finish(nil, err)
+	}
+	view, err := mapWindow(c, w.buff, w.size)
+	if err != nil {
+		return w.finish(nil, fmt.Errorf("CommWindowRegister rank %d, window %#x: %w", c.rank, w.handle, err))
+	}
+	return w.finish(view, nil)
+}
+
+// deregister runs the collective deregistration of w: the ranks check they
+// release the same window, then each unmaps its view. The handle dies even
+// when the check fails.
+func (w *window) deregister() error {
+	c := w.c
+	if err := w.waitReady(); err != nil {
+		dropWindow(w)
+		return fmt.Errorf("CommWindowDeregister: window %#x was never registered: %w", w.handle, err)
+	}
+	if err := c.usable("CommWindowDeregister"); err != nil {
+		return err
+	}
+	agreed := w.agreeOn(windowOpDeregister, "CommWindowDeregister", nil)
+	dropWindow(w)
+	released := w.release()
+	if agreed != nil {
+		return agreed
+	}
+	return released
+}
+
+// Deferred window operations, per group and communicator, run in the order
+// issued by one job of the group (so every rank's bootstrap sees them in
+// the same order even though a group's jobs run concurrently).
+var windowQueues struct {
+	sync.Mutex
+	m map[*group]map[*Comm]*[]func() error
+}
+
+func queueWindowOp(g *group, c *Comm, op func() error) {
+	windowQueues.Lock()
+	defer windowQueues.Unlock()
+	if windowQueues.m == nil {
+		windowQueues.m = map[*group]map[*Comm]*[]func() error{}
+	}
+	byComm := windowQueues.m[g]
+	if byComm == nil {
+		byComm = map[*Comm]*[]func() error{}
+		windowQueues.m[g] = byComm
+	}
+	queue := byComm[c]
+	if queue == nil {
+		queue = new([]func() error)
+		byComm[c] = queue
+		g.jobs = append(g.jobs, func() error { return runWindowQueue(g, c) })
+	}
+	*queue = append(*queue, op)
+}
+
+func runWindowQueue(g *group, c *Comm) error {
+	windowQueues.Lock()
+	queue := windowQueues.m[g][c]
+	delete(windowQueues.m[g], c)
+	if len(windowQueues.m[g]) == 0 {
+		delete(windowQueues.m, g)
+	}
+	windowQueues.Unlock()
+	var first error
+	for _, op := range *queue {
+		if err := op(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,267 @@
+package comm
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"purlin/errs"
+)
+
+// onEveryRank runs f(rank) on every rank concurrently, as collective calls are.
+func onEveryRank(n int, f func(r int) error) []error {
+	errList := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { errList[r] = f(r) })
+	}
+	wg.Wait()
+	return errList
+}
+
+// fillRank writes rank r's pattern into b.
+func fillRank(b []byte, r int) {
+	for i := range b {
+		b[i] = byte(r*37 + i*7 + 1)
+	}
+}
+
+func rankPattern(n, r int) []byte {
+	b := make([]byte, n)
+	fillRank(b, r)
+	return b
+}
+
+// bytesAtAddr views n bytes at a host address of a window peer.
+func bytesAtAddr(addr uintptr, n int) []byte {
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
+}
+
+// registerAll registers bufs[r] on comms[r] concurrently and returns the handles.
+func registerAll(t *testing.T, comms []*Comm, bufs []uintptr, size uint64) []uintptr {
+	t.Helper()
+	wins := make([]uintptr, len(comms))
+	errList := onEveryRank(len(comms), func(r int) (err error) {
+		wins[r], err = comms[r].WindowRegister(bufs[r], size, WindowCollSymmetric)
+		return err
+	})
+	for r, err := range errList {
+		require.NoError(t, err, "rank %d", r)
+		require.NotZero(t, wins[r])
+	}
+	return wins
+}
+
+// checkWindows checks every rank sees every rank's data through its
+// window, and that a write through one rank's view shows in another's.
+func checkWindows(t *testing.T, comms []*Comm, wins []uintptr, size int) {
+	t.Helper()
+	n := len(comms)
+	views := make([][]uintptr, n)
+	for r, c := range comms {
+		peers, err := c.WindowPeers(wins[r])
+		require.NoError(t, err)
+		require.Len(t, peers, n)
+		views[r] = peers
+		for q := range n {
+			assert.True(t, bytes.Equal(rankPattern(size, q), bytesAtAddr(peers[q], size)), "rank %d's view of rank %d", r, q)
+		}
+	}
+	// Rank 0 writes into the last rank's buffer; rank 1 reads it there.
+	last := n - 1
+	copy(bytesAtAddr(views[0][last], size), rankPattern(size, 99))
+	assert.True(t, bytes.Equal(rankPattern(size, 99), bytesAtAddr(views[1][last], size)), "rank 1 sees rank 0's write")
+	assert.True(t, bytes.Equal(rankPattern(size, 99), bytesAtAddr(views[last][last], size)), "the owner sees rank 0's write")
+}
+
+func TestWindowRegisterSeesPeersData(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		comms := startComms(t, n, testConfig())
+		const size = 3 * 4096
+		bufs := make([]uintptr, n)
+		for r := range n {
+			b := newBuffer(t, size)
+			fillRank(b.bytes(), r)
+			bufs[r] = b.addr()
+		}
+		wins := registerAll(t, comms, bufs, size)
+		checkWindows(t, comms, wins, size)
+		for r, c := range comms {
+			user, err := c.WindowUserPtr(wins[r])
+			require.NoError(t, err)
+			assert.Equal(t, bufs[r], user)
+		}
+		for r, err := range onEveryRank(n, func(r int) error { return comms[r].WindowDeregister(wins[r]) }) {
+			require.NoError(t, err, "rank %d", r)
+		}
+		for r, c := range comms {
+			_, err := c.WindowPeers(wins[r])
+			assert.ErrorIs(t, err, errs.ErrInvalidArgument, "a deregistered handle is dead")
+			assert.ErrorIs(t, c.WindowDeregister(wins[r]), errs.ErrInvalidArgument)
+		}
+	}
+}
+
+// A window registered inside a sub-buffer of a larger allocation, several
+// windows at once, deregistered in another order than registered.
+func TestWindowSeveralWindows(t *testing.T) {
+	const n, size = 2, 4096
+	comms := startComms(t, n, testConfig())
+	var sets [3][]uintptr
+	for i := range sets {
+		bufs := make([]uintptr, n)
+		for r := range n {
+			b := newBuffer(t, 4*size)
+			fillRank(b.bytes()[size:2*size], r)
+			bufs[r] = b.addr() + size
+		}
+		sets[i] = registerAll(t, comms, bufs, size)
+	}
+	for _, i := range []int{1, 0, 2} {
+		checkWindows(t, comms, sets[i], size)
+		for r, err := range onEveryRank(n, func(r int) error { return comms[r].WindowDeregister(sets[i][r]) }) {
+			require.NoError(t, err, "rank %d", r)
+		}
+	}
+}
+
+// One thread drives every rank inside a group (NCCL's -g N pattern): the
+// registrations run at GroupEnd, even on communicators created in the group.
+func TestWindowInGroup(t *testing.T) {
+	const n, size = 3, 8192
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	comms := make([]*Comm, n)
+	wins := make([]uintptr, n)
+	bufs := make([]uintptr, n)
+	for r := range n {
+		b := newBuffer(t, size)
+		fillRank(b.bytes(), r)
+		bufs[r] = b.addr()
+	}
+	onThread(func() {
+		require.NoError(t, GroupStart())
+		for r := range n {
+			comms[r], err = InitRank(n, id, r, testConfig(), r)
+			require.NoError(t, err)
+			wins[r], err = comms[r].WindowRegister(bufs[r], size, WindowDefault)
+			require.NoError(t, err)
+			_, err = comms[r].WindowPeers(wins[r])
+			assert.ErrorIs(t, err, errs.ErrInvalidUsage, "not registered before GroupEnd")
+		}
+		require.NoError(t, GroupEnd())
+	})
+	t.Cleanup(func() { destroyAll(comms) })
+	checkWindows(t, comms, wins, size)
+	onThread(func() {
+		require.NoError(t, GroupStart())
+		for r := range n {
+			require.NoError(t, comms[r].WindowDeregister(wins[r]))
+		}
+		require.NoError(t, GroupEnd())
+	})
+	for r := range n {
+		_, err := comms[r].WindowPeers(wins[r])
+		assert.Error(t, err)
+	}
+}
+
+// A buffer one rank gets wrong fails the registration on every rank, and
+// the error names the rank; no rank keeps a window.
+func TestWindowRefusals(t *testing.T) {
+	const n, size = 3, 8192
+	comms := startComms(t, n, testConfig())
+	bufs := make([]uintptr, n)
+	for r := range n {
+		bufs[r] = newBuffer(t, 2*size).addr()
+	}
+	cases := []struct {
+		name    string
+		bad     func(r int) (uintptr, uint64, int)
+		badRank int
+		want    string
+		local   *errs.Error // the bad rank's own error
+	}{
+		{"sizes differ", func(r int) (uintptr, uint64, int) { return bufs[r], size - 4096*uint64(r/2), 0 }, 2, "rank 2 registers 4096 bytes, rank 0 8192 bytes", errs.ErrInvalidArgument},
+		{"misaligned", func(r int) (uintptr, uint64, int) { return bufs[r] + 64*uintptr(r/2), size, 0 }, 2, "not aligned to NCCL_WIN_REQUIRED_ALIGNMENT", errs.ErrInvalidArgument},
+		{"null", func(r int) (uintptr, uint64, int) { return bufs[r] * uintptr(min(r, 1)), size, 0 }, 0, "buffer is NULL", errs.ErrInvalidArgument},
+		{"zero size", func(r int) (uintptr, uint64, int) { return bufs[r], size * uint64(1-r%2), 0 }, 1, "size is 0", errs.ErrInvalidArgument},
+		{"flags differ", func(r int) (uintptr, uint64, int) { return bufs[r], size, r % 2 }, 1, "rank 1 passes window flags 0x1", errs.ErrInvalidArgument},
+		{"unknown flags", func(r int) (uintptr, uint64, int) { return bufs[r], size, 8 * (r / 2) }, 2, "unknown window flags", errs.ErrInvalidArgument},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wins := make([]uintptr, n)
+			errList := onEveryRank(n, func(r int) (err error) {
+				buf, sz, flags := tc.bad(r)
+				wins[r], err = comms[r].WindowRegister(buf, sz, flags)
+				return err
+			})
+			for r, err := range errList {
+				require.Error(t, err, "rank %d", r)
+				assert.Contains(t, err.Error(), tc.want, "rank %d", r)
+				assert.Zero(t, wins[r])
+				if r == tc.badRank {
+					assert.ErrorIs(t, err, tc.local)
+				}
+			}
+			assert.Equal(t, 0, liveWindows(comms), "no rank keeps a window")
+		})
+	}
+	// The communicators still work: a good registration after the refusals.
+	wins := registerAll(t, comms, bufs, size)
+	for r, err := range onEveryRank(n, func(r int) error { return comms[r].WindowDeregister(wins[r]) }) {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+func liveWindows(comms []*Comm) int {
+	windows.Lock()
+	defer windows.Unlock()
+	count := 0
+	for _, w := range windows.m {
+		for _, c := range comms {
+			if w.c == c {
+				count++
+			}
+		}
+	}
+	return count
+}
+
+// Bad handles are errors, never crashes; Destroy releases every window;
+// a destroyed communicator refuses.
+func TestWindowHandlesAndDestroy(t *testing.T) {
+	const n, size = 2, 4096
+	comms := startComms(t, n, testConfig())
+	others := startComms(t, n, testConfig())
+	bufs := []uintptr{newBuffer(t, size).addr(), newBuffer(t, size).addr()}
+	wins := registerAll(t, comms, bufs, size)
+	otherWins := registerAll(t, others, bufs, size)
+
+	for _, h := range []uintptr{0, 1, wins[0] + 1000, ^uintptr(0), comms[0].Handle()} {
+		_, err := comms[0].WindowPeers(h)
+		assert.ErrorIs(t, err, errs.ErrInvalidArgument, "handle %#x", h)
+		assert.ErrorIs(t, comms[0].WindowDeregister(h), errs.ErrInvalidArgument, "handle %#x", h)
+	}
+	_, err := comms[0].WindowPeers(otherWins[0])
+	assert.ErrorContains(t, err, "belongs to communicator")
+	assert.ErrorContains(t, comms[0].WindowDeregister(otherWins[0]), "belongs to communicator")
+
+	destroyAll(comms)
+	assert.Equal(t, 0, liveWindows(comms), "Destroy released the windows")
+	_, err = comms[0].WindowPeers(wins[0])
+	assert.Error(t, err)
+	_, err = comms[0].WindowRegister(bufs[0], size, 0)
+	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
+	assert.ErrorContains(t, err, "destroyed")
+	// The other communicator's windows are untouched.
+	for r, b := range bufs {
+		fillRank(bytesAtAddr(b, size), r)
+	}
+	checkWindows(t, others, otherWins, size)
+}
