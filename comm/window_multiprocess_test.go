@@ -1,0 +1,129 @@
+package comm
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"purlin/errs"
+)
+
+// Windows across processes: this test binary re-runs itself as workers
+// (PURLIN_COMM_WINDOW_WORKER=rank) that join the parent's rendezvous, so
+// the host Atom maps the other processes' purlinMemAlloc (memfd) buffers.
+const windowWorkerEnv = "PURLIN_COMM_WINDOW_WORKER"
+
+const mpWindowSize = 2 * 4096
+
+// windowRounds is what every rank process does: register a MemAlloc
+// buffer, read every peer's data through the window, write into the next
+// rank's buffer, deregister (collective, so every write is done), check
+// what the previous rank wrote; then try a buffer that is not shareable
+// across processes, which every rank must refuse.
+func windowRounds(c *Comm) error {
+	n, r := c.Count(), c.Rank()
+	p, err := MemAlloc(mpWindowSize)
+	if err != nil {
+		return err
+	}
+	defer MemFree(p)
+	mine := bytesAtAddr(uintptr(p), mpWindowSize)
+	fillRank(mine, r)
+	win, err := c.WindowRegister(uintptr(p), mpWindowSize, WindowCollSymmetric)
+	if err != nil {
+		return err
+	}
+	peers, err := c.WindowPeers(win)
+	if err != nil {
+		return err
+	}
+	for q, addr := range peers {
+		if !bytes.Equal(bytesAtAddr(addr, mpWindowSize), rankPattern(mpWindowSize, q)) {
+			return fmt.Errorf("rank %d: rank %d's buffer through the window differs", r, q)
+		}
+	}
+	if _, err := c.boot.AllGather(nil); err != nil { // everyone has read before anyone writes
+		return err
+	}
+	copy(bytesAtAddr(peers[(r+1)%n], mpWindowSize), rankPattern(mpWindowSize, 100+r))
+	if err := c.WindowDeregister(win); err != nil {
+		return err
+	}
+	if prev := (r + n - 1) % n; !bytes.Equal(mine, rankPattern(mpWindowSize, 100+prev)) {
+		return fmt.Errorf("rank %d: rank %d's write through its window is missing", r, prev)
+	}
+	// Anonymous memory has no descriptor to pass: every rank refuses.
+	anon, err := unix.Mmap(-1, 0, mpWindowSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(anon)
+	buf := uintptr(p)
+	if r == n-1 {
+		buf = addrOf(anon)
+	}
+	_, err = c.WindowRegister(buf, mpWindowSize, 0)
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(fmt.Sprintf("rank %d's buffer", n-1))) ||
+		!bytes.Contains([]byte(err.Error()), []byte("purlinMemAlloc")) {
+		return fmt.Errorf("rank %d: a buffer from mmap was not refused by name: %v", r, err)
+	}
+	if !isCode(err, errs.ErrInvalidArgument) {
+		return fmt.Errorf("rank %d: refusal is not an invalid argument: %v", r, err)
+	}
+	return nil
+}
+
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+func isCode(err error, want *errs.Error) bool { return errs.CodeOf(err) == want.Code }
+
+func TestWindowMultiProcessWorker(t *testing.T) {
+	rankText := os.Getenv(windowWorkerEnv)
+	if rankText == "" {
+		t.Skip("run by TestWindowMultiProcess")
+	}
+	rank, _ := strconv.Atoi(rankText)
+	n, _ := strconv.Atoi(os.Getenv(windowWorkerEnv + "_N"))
+	raw, err := hex.DecodeString(os.Getenv(windowWorkerEnv + "_ID"))
+	require.NoError(t, err)
+	var id UniqueID
+	copy(id[:], raw)
+	c, err := InitRank(n, id, rank, testConfig(), rank)
+	require.NoError(t, err)
+	require.NoError(t, windowRounds(c))
+	require.NoError(t, c.Destroy())
+}
+
+func TestWindowMultiProcess(t *testing.T) {
+	if os.Getenv(windowWorkerEnv) != "" || os.Getenv(workerEnv) != "" {
+		t.Skip("worker")
+	}
+	const n = 3
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	var cmds []*exec.Cmd
+	for r := 1; r < n; r++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestWindowMultiProcessWorker$", "-test.count=1")
+		cmd.Env = append(os.Environ(), windowWorkerEnv+"="+strconv.Itoa(r), windowWorkerEnv+"_N="+strconv.Itoa(n),
+			windowWorkerEnv+"_ID="+hex.EncodeToString(id[:]))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		require.NoError(t, cmd.Start())
+		cmds = append(cmds, cmd)
+	}
+	c, err := InitRank(n, id, 0, testConfig(), 0)
+	require.NoError(t, err)
+	assert.NoError(t, windowRounds(c))
+	require.NoError(t, c.Destroy())
+	for _, cmd := range cmds {
+		assert.NoError(t, cmd.Wait())
+	}
+}
