@@ -30,6 +30,13 @@ static purlinResult_t capi_CommInitRankScalable(purlinComm_t* comm, int nranks, 
 }
 NCCL_ONLY(CommInitRankScalable)
 
+/* ncclWinGetUserPtr (2.29): the buffer this rank registered as win. */
+static purlinResult_t capi_WinGetUserPtr(purlinComm_t comm, void* win, void** outUserPtr) {
+  GUARD();
+  return goWinGetUserPtr((uintptr_t)comm, (uintptr_t)win, (uintptr_t*)outUserPtr);
+}
+NCCL_ONLY(WinGetUserPtr)
+
 /* Debug settings are reread from the environment (PURLIN_DEBUG, ...). */
 static void capi_ResetDebugInit(void) {
   if (!purlinForked) goResetDebugInit();
@@ -46,7 +53,6 @@ UNSUPPORTED(CommGrow)
 UNSUPPORTED(CommSuspend)
 UNSUPPORTED(CommResume)
 UNSUPPORTED(CommMemStats)
-UNSUPPORTED(WinGetUserPtr)
 UNSUPPORTED(PutSignal)
 UNSUPPORTED(Signal)
 UNSUPPORTED(WaitSignal)

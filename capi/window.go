@@ -43,3 +43,23 @@ func goCommWindowDeregister(h C.uintptr_t, win C.uintptr_t) (res C.purlinResult_
 	}
 	return result(c, c.WindowDeregister(uintptr(win)))
 }
+
+// goWinGetUserPtr serves ncclWinGetUserPtr (NCCL 2.29): the buffer this
+// rank registered as window win.
+//
+//export goWinGetUserPtr
+func goWinGetUserPtr(h C.uintptr_t, win C.uintptr_t, out *C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	if out == nil {
+		return result(c, nullArg("WinGetUserPtr: outUserPtr"))
+	}
+	ptr, err := c.WindowUserPtr(uintptr(win))
+	if err == nil {
+		*out = C.uintptr_t(ptr)
+	}
+	return result(c, err)
+}

@@ -2,6 +2,7 @@ package comm
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"purlin/errs"
@@ -10,7 +11,7 @@ import (
 // What a rank tells the others at each window step, so a rank that is at a
 // different step, window or size is named in the error on every rank:
 //
-//	magic u32 | op u32 | seq u64 | size u64 | flags u64 | refusal text
+//	magic u32 | op u32 | seq u64 | size u64 | flags u64 | [refusal code u8 | refusal text]
 const (
 	windowMagic        = 0x4e495750 // "PWIN"
 	windowOpRegister   = 1
@@ -25,9 +26,21 @@ func windowRecord(op uint32, w *window, refusal error) []byte {
 	b = le.AppendUint64(b, w.size)
 	b = le.AppendUint64(b, uint64(int64(w.flags)))
 	if refusal != nil {
-		b = append(b, refusal.Error()...)
+		b = append(b, byte(errs.CodeOf(refusal)))
+		b = append(b, strings.TrimPrefix(refusal.Error(), "purlin: ")...)
 	}
 	return b
+}
+
+// refusedBy is how the other ranks see rank q's refusal: with its code when
+// it was a bad argument (so every rank returns ncclInvalidArgument), as an
+// invalid usage otherwise.
+func refusedBy(what string, q int, code byte, text []byte) error {
+	sentinel := errs.ErrInvalidUsage
+	if errs.Code(code) == errs.InvalidArgument {
+		sentinel = errs.ErrInvalidArgument
+	}
+	return errs.New(sentinel, "%s: rank %d refused: %s", what, q, text)
 }
 
 // check is this rank's own verdict on its buffer.
@@ -68,7 +81,7 @@ func (w *window) agreeOn(op uint32, what string, mine error) error {
 		case le.Uint64(m[8:]) != w.seq:
 			return errs.New(errs.ErrMismatch, "%s: rank %d names its window #%d, rank %d its window #%d", what, q, le.Uint64(m[8:]), c.rank, w.seq)
 		case len(m) > windowRecordBytes:
-			return errs.New(errs.ErrInvalidUsage, "%s: rank %d refused: %s", what, q, m[windowRecordBytes:])
+			return refusedBy(what, q, m[windowRecordBytes], m[windowRecordBytes+1:])
 		case le.Uint64(m[16:]) != size0:
 			return errs.New(errs.ErrInvalidArgument, "%s: rank %d registers %d bytes, rank 0 %d bytes: every rank must register the same size", what, q, le.Uint64(m[16:]), size0)
 		case int64(le.Uint64(m[24:])) != flags0:

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strings"
 
 	"purlin/atom"
 	"purlin/errs"
@@ -116,7 +117,7 @@ func (r *Rank) mapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindo
 	msg = binary.LittleEndian.AppendUint64(msg, mine.base)
 	msg = binary.LittleEndian.AppendUint64(msg, mine.allocSize)
 	if localErr != nil {
-		msg = append(msg, localErr.Error()...)
+		msg = append(msg, strings.TrimPrefix(localErr.Error(), "purlin: ")...)
 	}
 	all, err := ex.AllGather(msg)
 	if err != nil {
@@ -189,7 +190,7 @@ func (w *UserWindow) reach(q int, self, samePID bool, fd int, rec []byte, device
 func agree(ex atom.Exchange, mine error) error {
 	var text []byte
 	if mine != nil {
-		text = []byte(mine.Error())
+		text = []byte(strings.TrimPrefix(mine.Error(), "purlin: "))
 	}
 	all, err := ex.AllGather(text)
 	if mine != nil {

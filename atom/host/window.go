@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -65,7 +66,7 @@ func MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) 
 		msg[32] = 1
 	}
 	if localErr != nil {
-		msg = append(msg, localErr.Error()...)
+		msg = append(msg, strings.TrimPrefix(localErr.Error(), "purlin: ")...)
 	}
 	all, err := ex.AllGather(msg)
 	if err != nil {
@@ -142,7 +143,7 @@ func (w *UserWindow) mapPeer(q, fd int, rec []byte) error {
 func agree(ex atom.Exchange, mine error) error {
 	var text []byte
 	if mine != nil {
-		text = []byte(mine.Error())
+		text = []byte(strings.TrimPrefix(mine.Error(), "purlin: "))
 	}
 	all, err := ex.AllGather(text)
 	if mine != nil {

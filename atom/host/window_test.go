@@ -104,6 +104,6 @@ func TestAgreeNamesTheFailingRank(t *testing.T) {
 	assert.ErrorIs(t, errList[1], errs.ErrSystem)
 	for _, r := range []int{0, 2} {
 		assert.ErrorIs(t, errList[r], errs.ErrInvalidUsage)
-		assert.ErrorContains(t, errList[r], "rank 1 failed: purlin: rank 1 broke")
+		assert.ErrorContains(t, errList[r], "rank 1 failed: rank 1 broke")
 	}
 }

@@ -5,7 +5,8 @@
  * device would show up. Checks ncclCommCuDevice, that ncclMemAlloc returns
  * device memory on the current device, AllReduce/AllGather on it (packet and
  * large regimes) against a host reference, ncclMemFree (and its refusal of a
- * pointer it never gave). Prints one PASS/FAIL line per check; exit 1 on any
+ * pointer it never gave), and symmetric windows (ncclCommWindowRegister) on
+ * ncclMemAlloc memory. Prints one PASS/FAIL line per check; exit 1 on any
  * failure. Build: gcc -Iinclude -I$CUDA_HOME/include ... -lpurlin -lcudart.
  */
 #include <cuda_runtime.h>
@@ -75,6 +76,52 @@ static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count
   free(host);
 }
 
+/* ncclWinGetUserPtr (2.29) is not in every nccl.h: declared here. */
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+
+/* run_windows registers an ncclMemAlloc buffer per rank as one window (in a
+ * group, as one thread must), checks the handle and ncclWinGetUserPtr, that
+ * a cudaMalloc buffer is refused, and deregisters. */
+static void run_windows(ncclComm_t* comms) {
+  const size_t size = 4 << 20;
+  void* buf[NR];
+  ncclWindow_t win[NR];
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(ncclMemAlloc(&buf[r], size));
+  }
+  MUST(ncclGroupStart());
+  for (int r = 0; r < NR; r++) MUST(ncclCommWindowRegister(comms[r], buf[r], size, &win[r], NCCL_WIN_COLL_SYMMETRIC));
+  ncclResult_t rc = ncclGroupEnd();
+  check(rc == ncclSuccess, "ncclCommWindowRegister of ncclMemAlloc buffers (in a group)", 0);
+  for (int r = 0; r < NR && rc == ncclSuccess; r++) {
+    void* user = NULL;
+    check(win[r] != NULL && ncclWinGetUserPtr(comms[r], win[r], &user) == ncclSuccess && user == buf[r],
+          "window handle and ncclWinGetUserPtr", r);
+  }
+  if (rc == ncclSuccess) {
+    MUST(ncclGroupStart());
+    for (int r = 0; r < NR; r++) MUST(ncclCommWindowDeregister(comms[r], win[r]));
+    check(ncclGroupEnd() == ncclSuccess, "ncclCommWindowDeregister (in a group)", 0);
+    check(ncclCommWindowDeregister(comms[0], win[0]) != ncclSuccess, "a deregistered window is refused", 0);
+  }
+  void* plain[NR];
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(cudaMalloc(&plain[r], size));
+  }
+  MUST(ncclGroupStart());
+  for (int r = 0; r < NR; r++) MUST(ncclCommWindowRegister(comms[r], plain[r], size, &win[r], NCCL_WIN_DEFAULT));
+  rc = ncclGroupEnd();
+  check(rc == ncclInvalidArgument || rc == ncclInvalidUsage, "a cudaMalloc buffer is refused as a window", 0);
+  printf("     (%s)\n", ncclGetLastError(NULL));
+  for (int r = 0; r < NR; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(cudaFree(plain[r]));
+    MUST(ncclMemFree(buf[r]));
+  }
+}
+
 int main(void) {
   int ndev = 0;
   MUST(cudaGetDeviceCount(&ndev));
@@ -104,6 +151,7 @@ int main(void) {
   run_allreduce(comms, streams, 5);            /* packets */
   run_allreduce(comms, streams, 3 << 20);      /* staged/chunked */
   run_allreduce(comms, streams, (40 << 20) + 3); /* ring, odd tail */
+  run_windows(comms);
   int bogus = 0;
   check(ncclMemFree(&bogus) != ncclSuccess, "ncclMemFree refuses a pointer it never gave", 0);
   for (int r = 0; r < NR; r++) {
