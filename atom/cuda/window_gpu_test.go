@@ -67,9 +67,12 @@ func TestGPUWindowPeers(t *testing.T) {
 			assert.True(t, bytes.Equal(gpuPattern(size, q), got), "rank %d's view of rank %d", r, q)
 		}
 	}
-	ranks[0].upload(t, devicePtr(wins[0].Peers()[1]), gpuPattern(size, 77))
+	require.NoError(t, wins[0].Write(1, 0, gpuPattern(size, 77)))
 	assert.True(t, bytes.Equal(gpuPattern(size, 77), ranks[1].download(t, devicePtr(bufs[1]), size)),
 		"rank 0's write through its window is in rank 1's buffer")
+	got := make([]byte, 100)
+	require.NoError(t, wins[1].Read(0, 5, got))
+	assert.Equal(t, gpuPattern(size, 0)[5:105], got, "Read through rank 1's window of rank 0")
 	for _, w := range wins {
 		require.NoError(t, w.Close())
 	}

@@ -1,0 +1,130 @@
+package comm
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom/cuda"
+)
+
+// CUDA windows across processes, as torch runs them (one process per GPU):
+// two worker processes (PURLIN_COMM_CUDA_WINDOW_WORKER=rank) under
+// PURLIN_ATOM=cuda, each registering an ncclMemAlloc buffer of its GPU, so
+// the CUDA Atom exports, passes and imports the cuMem allocations. It
+// skips without CUDA kernels or 2 GPUs.
+const cudaWindowWorkerEnv = "PURLIN_COMM_CUDA_WINDOW_WORKER"
+
+const cudaWindowSize = 1 << 20
+
+func cudaWindowRounds(c *Comm) error {
+	n, r := c.Count(), c.Rank()
+	if c.AtomName() != "cuda" {
+		return fmt.Errorf("rank %d runs on the %s Atom", r, c.AtomName())
+	}
+	dp, _ := c.dp.(*cuda.Rank)
+	if dp == nil {
+		return fmt.Errorf("rank %d: no CUDA rank", r)
+	}
+	p, err := dp.MemAlloc(cudaWindowSize)
+	if err != nil {
+		return err
+	}
+	defer cuda.MemFree(p)
+	h, err := c.WindowRegister(p, cudaWindowSize, WindowCollSymmetric)
+	if err != nil {
+		return err
+	}
+	windows.Lock()
+	view, _ := windows.m[h].view.(*cuda.UserWindow)
+	windows.Unlock()
+	if view == nil {
+		return fmt.Errorf("rank %d: window %#x has no CUDA view", r, h)
+	}
+	barrier := func() error { _, err := c.boot.AllGather(nil); return err }
+	steps := []func() error{
+		func() error { return view.Write(r, 0, rankPattern(cudaWindowSize, r)) },
+		barrier,
+		func() error {
+			for q := range n {
+				got := make([]byte, cudaWindowSize)
+				if err := view.Read(q, 0, got); err != nil {
+					return err
+				}
+				if !bytes.Equal(got, rankPattern(cudaWindowSize, q)) {
+					return fmt.Errorf("rank %d: rank %d's buffer through the window differs", r, q)
+				}
+			}
+			return nil
+		},
+		barrier,
+		func() error { return view.Write((r+1)%n, 0, rankPattern(cudaWindowSize, 100+r)) },
+		barrier,
+		func() error {
+			got := make([]byte, cudaWindowSize)
+			if err := view.Read(r, 0, got); err != nil {
+				return err
+			}
+			if prev := (r + n - 1) % n; !bytes.Equal(got, rankPattern(cudaWindowSize, 100+prev)) {
+				return fmt.Errorf("rank %d: rank %d's write through its window is missing", r, prev)
+			}
+			return nil
+		},
+		func() error { return c.WindowDeregister(h) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestCUDAWindowMultiProcessWorker(t *testing.T) {
+	rankText := os.Getenv(cudaWindowWorkerEnv)
+	if rankText == "" {
+		t.Skip("run by TestCUDAWindowMultiProcess")
+	}
+	rank, _ := strconv.Atoi(rankText)
+	raw, err := hex.DecodeString(os.Getenv(cudaWindowWorkerEnv + "_ID"))
+	require.NoError(t, err)
+	var id UniqueID
+	copy(id[:], raw)
+	c, err := InitRank(2, id, rank, testConfig(), rank)
+	require.NoError(t, err)
+	require.NoError(t, cudaWindowRounds(c))
+	require.NoError(t, c.Destroy())
+}
+
+func TestCUDAWindowMultiProcess(t *testing.T) {
+	if os.Getenv(cudaWindowWorkerEnv) != "" || os.Getenv(workerEnv) != "" || os.Getenv(windowWorkerEnv) != "" {
+		t.Skip("worker")
+	}
+	if err := cuda.Available(); err != nil {
+		t.Skipf("no CUDA: %v", err)
+	}
+	if n := cuda.DeviceCount(); n < 2 {
+		t.Skipf("%d CUDA devices, need 2", n)
+	}
+	id, err := GetUniqueID()
+	require.NoError(t, err)
+	var cmds []*exec.Cmd
+	for r := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCUDAWindowMultiProcessWorker$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "PURLIN_ATOM=cuda", cudaWindowWorkerEnv+"="+strconv.Itoa(r),
+			cudaWindowWorkerEnv+"_ID="+hex.EncodeToString(id[:]))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		require.NoError(t, cmd.Start())
+		cmds = append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		assert.NoError(t, cmd.Wait())
+	}
+}
