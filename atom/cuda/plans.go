@@ -69,15 +69,19 @@ type plans struct {
 	cache sync.Map // *snac.Plan -> *devicePlan
 	mu    sync.Mutex
 	// guarded by mu:
-	device []devicePtr // cuMemAlloc'd images
-	arena  hostMapped  // images of Plans first seen during stream capture
-	used   uintptr
+	device    []devicePtr // cuMemAlloc'd images
+	arena     hostMapped  // images of Plans first seen during stream capture
+	arenaSize uintptr
+	used      uintptr
 }
 
-// captureArenaBytes holds Plans first seen while their stream is being
-// captured into a CUDA graph, when a synchronous copy to device memory is
-// illegal: they live in host-mapped memory the kernel reads over the bus.
-const captureArenaBytes = 1 << 20
+// captureArenaBytes is the room, per rank, for Plans first seen while their
+// stream is being captured into a CUDA graph, when a synchronous copy to
+// device memory is illegal: they live in host-mapped memory the kernel
+// reads over the bus. Plans grow with the rank count (a staged AllReduce of
+// 64 MiB is about 85 KiB at 2 ranks, 260 KiB at 3 and 410 KiB at 8), so the
+// arena grows with it: 1 MiB a rank (it was 1 MiB for any rank count).
+func captureArenaBytes(nranks int) uintptr { return uintptr(max(nranks, 1)) << 20 }
 
 func (c *plans) lookup(p *snac.Plan) *devicePlan {
 	if v, ok := c.cache.Load(p); ok {
@@ -114,8 +118,8 @@ func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
 		if c.arena.host == nil { // allocated by NewRank: allocating now would invalidate the capture
 			return nil, errs.New(errs.ErrInternal, "cuda plan: no capture arena")
 		}
-		if c.used+size > captureArenaBytes {
-			return nil, errs.New(errs.ErrUnsupported, "cuda plan: %d bytes of Plans first seen during graph capture, at most %d: run the call once before capturing", c.used+size, captureArenaBytes)
+		if c.used+size > c.arenaSize {
+			return nil, errs.New(errs.ErrUnsupported, "cuda plan: %d bytes of Plans first seen during graph capture, at most %d: run the call once before capturing", c.used+size, c.arenaSize)
 		}
 		copy(unsafe.Slice((*byte)(unsafe.Add(c.arena.host, c.used)), len(b)), b)
 		d.place(uint64(c.arena.dev)+uint64(c.used), p)
@@ -136,9 +140,11 @@ func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
 	return d, nil
 }
 
-// init allocates the capture arena; it runs at NewRank, outside any capture.
-func (c *plans) init() (err error) {
-	c.arena, err = allocHostMapped(captureArenaBytes)
+// init allocates the capture arena for a rank of nranks; it runs at
+// NewRank, outside any capture.
+func (c *plans) init(nranks int) (err error) {
+	c.arenaSize = captureArenaBytes(nranks)
+	c.arena, err = allocHostMapped(c.arenaSize)
 	return err
 }
 
@@ -150,6 +156,6 @@ func (c *plans) free() {
 	}
 	c.device = nil
 	c.arena.free()
-	c.arena = hostMapped{}
+	c.arena, c.arenaSize = hostMapped{}, 0
 	c.cache.Clear()
 }

@@ -71,7 +71,7 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if r.host, err = allocHostMapped(64); err != nil {
 		return err
 	}
-	if err = r.plans.init(); err != nil {
+	if err = r.plans.init(r.topo.NRanks); err != nil {
 		return err
 	}
 	size := uintptr(snac.NumEpochs * 8)
