@@ -98,7 +98,7 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	}
 	r.inflight++
 	r.mu.Unlock()
-	s.enqueue(&job{rank: r, plan: plan, bufs: append([]atom.Buffers(nil), bufs...)})
+	s.enqueue(newJob(r, plan, bufs))
 	return nil
 }
 

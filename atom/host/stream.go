@@ -8,11 +8,35 @@ import (
 	"purlin/snac"
 )
 
-// job is one launched Plan with its own copy of the caller's buffers.
+// job is one launched Plan with its own copy of the caller's buffers. Jobs
+// are pooled and a single call's buffers live in the job itself, so a
+// Launch on the hot path allocates nothing.
 type job struct {
 	rank *Rank
 	plan *snac.Plan
 	bufs []atom.Buffers
+	one  [1]atom.Buffers // bufs' storage when the Plan serves one call
+}
+
+var jobPool = sync.Pool{New: func() any { return new(job) }}
+
+// newJob takes a job from the pool holding a copy of bufs (Launch does not
+// retain the caller's list).
+func newJob(r *Rank, plan *snac.Plan, bufs []atom.Buffers) *job {
+	j := jobPool.Get().(*job)
+	j.rank, j.plan = r, plan
+	if len(bufs) <= len(j.one) {
+		j.bufs = append(j.one[:0], bufs...)
+	} else {
+		j.bufs = append([]atom.Buffers(nil), bufs...)
+	}
+	return j
+}
+
+// release returns a finished job to the pool; nothing may use it afterwards.
+func (j *job) release() {
+	*j = job{}
+	jobPool.Put(j)
 }
 
 // stream is an in-order queue of jobs served by one goroutine. The queue is
@@ -112,6 +136,7 @@ func (s *stream) serve() {
 
 		err := j.rank.run(j.plan, j.bufs)
 		j.rank.finished()
+		j.release()
 
 		s.mu.Lock()
 		if err != nil && s.failed == nil {
