@@ -50,10 +50,9 @@ func (c *Comm) usableForCall(call *spec.Call) error {
 // allocates nothing (Launch does not retain them).
 var bufsPool = sync.Pool{New: func() any { return new([1]atom.Buffers) }}
 
+// launch plans and launches one validated call; the caller has checked
+// that c is usable (Collective, or GroupEnd after the deferred inits).
 func (c *Comm) launch(call *spec.Call, stream uintptr) error {
-	if err := c.usable(call.Coll.String()); err != nil {
-		return err
-	}
 	plan, err := c.plans.get(call)
 	if err != nil {
 		return err
@@ -62,10 +61,7 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	bufs[0] = atom.Buffers{Send: call.Send, Recv: call.Recv}
 	err = c.dp.Launch(plan, bufs[:], stream)
 	bufsPool.Put(bufs)
-	if err != nil {
-		return err
-	}
-	return nil
+	return err
 }
 
 // launchMerged builds the Plans of a group's point-to-point operations,

@@ -153,6 +153,10 @@ func launchGroupOps(ops []groupOp) error {
 			p2p[op.c] = append(p2p[op.c], *op)
 			continue
 		}
+		if err := op.c.usable(op.call.Coll.String()); err != nil { // its init may have failed at GroupEnd
+			keep(err)
+			continue
+		}
 		keep(op.c.launch(&op.call, op.stream))
 	}
 	for _, c := range order {
