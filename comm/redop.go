@@ -20,9 +20,8 @@ type redOpTable struct {
 }
 
 type redOpEntry struct {
-	op    spec.Op
-	dtype spec.DataType
-	used  bool
+	op   spec.Op
+	used bool
 }
 
 // maxRedOps bounds a communicator's live custom ops.
@@ -37,7 +36,8 @@ const (
 // RedOpCreatePreMulSum makes an op that multiplies every input by the
 // scalar (of type dtype), then sums. A host-immediate scalar is read
 // now; a device-resident one is read by the datapath while each collective
-// runs. The op is valid for collectives of dtype on c.
+// runs, as a value of the collective's type. As with NCCL, the op is meant
+// for collectives of dtype on c; it is not checked per call.
 func (c *Comm) RedOpCreatePreMulSum(scalar unsafe.Pointer, dtype spec.DataType, residence int) (int32, error) {
 	if err := c.usable("RedOpCreatePreMulSum"); err != nil {
 		return 0, err
@@ -79,7 +79,7 @@ func (c *Comm) RedOpCreatePreMulSum(scalar unsafe.Pointer, dtype spec.DataType, 
 		}
 		next = append(next, redOpEntry{})
 	}
-	next[slot] = redOpEntry{op: op, dtype: dtype, used: true}
+	next[slot] = redOpEntry{op: op, used: true}
 	t.ops.Store(&next)
 	return int32(spec.NumOps) + int32(slot), nil
 }

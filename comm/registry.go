@@ -71,7 +71,7 @@ func lookupError(h uintptr) error {
 	gen := uint32(h >> 32)
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	if slot >= 0 && slot < registry.next && gen >= 1 && gen <= registry.gens[slot] && uint64(h)>>32 == uint64(gen) {
+	if slot >= 0 && slot < registry.next && gen >= 1 && gen <= registry.gens[slot] {
 		return errs.New(errs.ErrInvalidUsage, "communicator %#x was destroyed", h)
 	}
 	return errs.New(errs.ErrInvalidUsage, "%#x is not a Purlin communicator", h)
