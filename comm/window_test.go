@@ -3,6 +3,7 @@ package comm
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -269,4 +270,51 @@ func TestWindowHandlesAndDestroy(t *testing.T) {
 		fillRank(bytesAtAddr(b, size), r)
 	}
 	checkWindows(t, others, otherWins, size)
+}
+
+// Property: for random clique sizes, window sizes, offsets inside an
+// allocation and flags, every rank sees every rank's bytes through its
+// window, and one bad rank (drawn at random, or none) fails every rank.
+func TestWindowProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	for iter := range 12 {
+		n := 2 + rng.IntN(3)
+		pages := 1 + rng.IntN(3)
+		size := uint64(pages) * WindowAlignment
+		flags := rng.IntN(2)
+		bad := rng.IntN(n + 1) // n: no bad rank
+		t.Logf("iteration %d: %d ranks, %d bytes, flags %d, bad rank %d", iter, n, size, flags, bad)
+		comms := startComms(t, n, testConfig())
+		bufs := make([]uintptr, n)
+		for r := range n {
+			lead := rng.IntN(3) * WindowAlignment
+			b := newBuffer(t, lead+int(size)+rng.IntN(3)*WindowAlignment)
+			bufs[r] = b.addr() + uintptr(lead)
+			fillRank(bytesAtAddr(bufs[r], int(size)), r)
+		}
+		if bad < n {
+			bufs[bad] += uintptr(8 << rng.IntN(8)) // misaligned by 8..1024 bytes
+		}
+		wins := make([]uintptr, n)
+		errList := onEveryRank(n, func(r int) (err error) {
+			wins[r], err = comms[r].WindowRegister(bufs[r], size, flags)
+			return err
+		})
+		if bad < n {
+			for r, err := range errList {
+				require.Error(t, err, "iteration %d rank %d", iter, r)
+				assert.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
+			}
+			assert.Zero(t, liveWindows(comms))
+			continue
+		}
+		for r, err := range errList {
+			require.NoError(t, err, "iteration %d rank %d", iter, r)
+		}
+		checkWindows(t, comms, wins, int(size))
+		for r, err := range onEveryRank(n, func(r int) error { return comms[r].WindowDeregister(wins[r]) }) {
+			require.NoError(t, err, "iteration %d rank %d", iter, r)
+		}
+		assert.Zero(t, liveWindows(comms))
+	}
 }
