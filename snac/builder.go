@@ -100,7 +100,7 @@ func (b *builder) plan(regime Regime) *Plan {
 	for w := range b.steps {
 		first := len(p.Steps)
 		if b.writes {
-			b.doneHead(p, w)
+			b.doneHead(p)
 		}
 		p.Steps = append(p.Steps, b.steps[w]...)
 		b.doneTail(p, w)

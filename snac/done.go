@@ -5,9 +5,10 @@ package snac
 // finished the call two calls ago; each rank says so once per call, from
 // its channel's worker 0, after all its workers are done.
 
-// doneWriters are the ranks that wait for this rank's FlagDone: on the
-// collective channel every other rank, on a receive channel the sender, on
-// a send channel nobody (the receiver never writes for the sender).
+// doneTargets are the ranks that write for this one, so wait for its
+// FlagDone: on the collective channel every other rank, on a receive
+// channel the sender, on a send channel nobody (the receiver never writes
+// for the sender).
 func (b *builder) doneTargets() []int {
 	if b.p2p {
 		if b.sender {
@@ -29,8 +30,9 @@ func (b *builder) others() []int {
 	return r
 }
 
-// doneSlot is the slot on a writer that reader's worker 0 raises.
-func (b *builder) doneSlot(writer, reader int) uint32 {
+// doneSlot is the slot that reader's worker 0 raises on a rank that writes
+// for it (the slot lives on the writer, so the writer needs no naming).
+func (b *builder) doneSlot(reader int) uint32 {
 	if b.p2p {
 		return FlagSlot(SendChannel(reader), FlagDone, reader, 0)
 	}
@@ -39,13 +41,13 @@ func (b *builder) doneSlot(writer, reader int) uint32 {
 
 // doneHead: wait for every reader of this rank's halves to be done with
 // the call two calls ago.
-func (b *builder) doneHead(p *Plan, w int) {
+func (b *builder) doneHead(p *Plan) {
 	readers := b.others()
 	if b.p2p {
 		readers = []int{b.peer}
 	}
 	for _, q := range readers {
-		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: b.doneSlot(b.me, q), Delta: DoneDelta, Check: DoneCheck})
+		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: b.doneSlot(q), Delta: DoneDelta, Check: DoneCheck})
 	}
 }
 
@@ -65,6 +67,6 @@ func (b *builder) doneTail(p *Plan, w int) {
 		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: FlagSlot(ch, FlagDone, b.me, v), Delta: EpochAdvance, Check: DoneCheck})
 	}
 	for _, q := range targets {
-		p.Steps = append(p.Steps, Step{Verb: Notify, Peer: uint8(q), Slot: b.doneSlot(q, b.me), Delta: EpochAdvance, Check: DoneCheck})
+		p.Steps = append(p.Steps, Step{Verb: Notify, Peer: uint8(q), Slot: b.doneSlot(b.me), Delta: EpochAdvance, Check: DoneCheck})
 	}
 }

@@ -89,22 +89,26 @@ func (b *builder) emitPacketReceives(w int, x *exchange) {
 // chunkCount is the most chunks any staged transfer of this rank needs.
 func (b *builder) chunkCount(x *exchange) int {
 	k := 0
-	for _, o := range x.outs {
-		if !b.isPacket(o.length) {
-			k = max(k, b.g.chunks(o.length))
+	x.eachLength(func(length uint64) {
+		if !b.isPacket(length) {
+			k = max(k, b.g.chunks(length))
 		}
+	})
+	return k
+}
+
+// eachLength calls f with the length of every staged or packet transfer
+// (outs, ins and reduces; local copies are neither).
+func (x *exchange) eachLength(f func(length uint64)) {
+	for _, o := range x.outs {
+		f(o.length)
 	}
 	for _, in := range x.ins {
-		if !b.isPacket(in.length) {
-			k = max(k, b.g.chunks(in.length))
-		}
+		f(in.length)
 	}
 	for _, r := range x.reduces {
-		if !b.isPacket(r.length) {
-			k = max(k, b.g.chunks(r.length))
-		}
+		f(r.length)
 	}
-	return k
 }
 
 // emitChunk is chunk c of worker w: drain, Stage, Notify, then Consume.
@@ -206,19 +210,11 @@ func (x *exchange) writes() bool {
 	return false
 }
 
-// longest is the longest transfer of the exchange, and whether every
-// transfer fits in packets.
+// regimeOf names what the exchange's longest transfer needs: nothing,
+// packets, or a staged regime (see geometry.regime).
 func (b *builder) regimeOf(x *exchange) Regime {
 	var longest uint64
-	for _, o := range x.outs {
-		longest = max(longest, o.length)
-	}
-	for _, in := range x.ins {
-		longest = max(longest, in.length)
-	}
-	for _, r := range x.reduces {
-		longest = max(longest, r.length)
-	}
+	x.eachLength(func(length uint64) { longest = max(longest, length) })
 	switch {
 	case longest == 0:
 		return RegimeEmpty
