@@ -249,4 +249,5 @@ func (w *window) waitReady() error {
 	}
 }
 
-var le = binary.LittleEndian
+// windowLE is the byte order of window records.
+var windowLE = binary.LittleEndian

@@ -20,11 +20,11 @@ const (
 )
 
 func windowRecord(op uint32, w *window, refusal error) []byte {
-	b := le.AppendUint32(nil, windowMagic)
-	b = le.AppendUint32(b, op)
-	b = le.AppendUint64(b, w.seq)
-	b = le.AppendUint64(b, w.size)
-	b = le.AppendUint64(b, uint64(int64(w.flags)))
+	b := windowLE.AppendUint32(nil, windowMagic)
+	b = windowLE.AppendUint32(b, op)
+	b = windowLE.AppendUint64(b, w.seq)
+	b = windowLE.AppendUint64(b, w.size)
+	b = windowLE.AppendUint64(b, uint64(int64(w.flags)))
 	if refusal != nil {
 		b = append(b, byte(errs.CodeOf(refusal)))
 		b = append(b, strings.TrimPrefix(refusal.Error(), "purlin: ")...)
@@ -73,19 +73,19 @@ func (w *window) agreeOn(op uint32, what string, mine error) error {
 	if len(all[0]) < windowRecordBytes {
 		return errs.New(errs.ErrRemote, "%s: rank 0 sent a %d-byte window record", what, len(all[0]))
 	}
-	size0, flags0 := le.Uint64(all[0][16:]), int64(le.Uint64(all[0][24:]))
+	size0, flags0 := windowLE.Uint64(all[0][16:]), int64(windowLE.Uint64(all[0][24:]))
 	for q, m := range all {
 		switch {
-		case len(m) < windowRecordBytes || le.Uint32(m) != windowMagic || le.Uint32(m[4:]) != op:
+		case len(m) < windowRecordBytes || windowLE.Uint32(m) != windowMagic || windowLE.Uint32(m[4:]) != op:
 			return errs.New(errs.ErrMismatch, "%s: rank %d is not at the same window step (a different collective call on the bootstrap)", what, q)
-		case le.Uint64(m[8:]) != w.seq:
-			return errs.New(errs.ErrMismatch, "%s: rank %d names its window #%d, rank %d its window #%d", what, q, le.Uint64(m[8:]), c.rank, w.seq)
+		case windowLE.Uint64(m[8:]) != w.seq:
+			return errs.New(errs.ErrMismatch, "%s: rank %d names its window #%d, rank %d its window #%d", what, q, windowLE.Uint64(m[8:]), c.rank, w.seq)
 		case len(m) > windowRecordBytes:
 			return refusedBy(what, q, m[windowRecordBytes], m[windowRecordBytes+1:])
-		case le.Uint64(m[16:]) != size0:
-			return errs.New(errs.ErrInvalidArgument, "%s: rank %d registers %d bytes, rank 0 %d bytes: every rank must register the same size", what, q, le.Uint64(m[16:]), size0)
-		case int64(le.Uint64(m[24:])) != flags0:
-			return errs.New(errs.ErrInvalidArgument, "%s: rank %d passes window flags %#x, rank 0 %#x", what, q, le.Uint64(m[24:]), flags0)
+		case windowLE.Uint64(m[16:]) != size0:
+			return errs.New(errs.ErrInvalidArgument, "%s: rank %d registers %d bytes, rank 0 %d bytes: every rank must register the same size", what, q, windowLE.Uint64(m[16:]), size0)
+		case int64(windowLE.Uint64(m[24:])) != flags0:
+			return errs.New(errs.ErrInvalidArgument, "%s: rank %d passes window flags %#x, rank 0 %#x", what, q, windowLE.Uint64(m[24:]), flags0)
 		}
 	}
 	return nil

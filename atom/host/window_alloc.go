@@ -12,8 +12,9 @@ import (
 // Shared allocations back purlinMemAlloc on the host: each is a memfd
 // mapped MAP_SHARED, and its descriptor stays open until FreeShared, so a
 // later window registration (MapWindow) can hand the memory to ranks in
-// other processes. Memory from anywhere else (malloc, a Go buffer) can
-// only be shared between ranks of one process.
+// other processes. Each allocation holds one descriptor (and at least a
+// page) until it is freed. Memory from anywhere else (malloc, a Go buffer)
+// can only be shared between ranks of one process.
 type sharedAlloc struct {
 	fd  int
 	mem []byte // the whole mapping; &mem[0] is the pointer handed out
