@@ -318,3 +318,47 @@ func TestWindowProperty(t *testing.T) {
 		assert.Zero(t, liveWindows(comms))
 	}
 }
+
+// A communicator's window operations of one group run in the order issued:
+// two registrations and a deregistration of the first, all in one group.
+func TestWindowGroupOrder(t *testing.T) {
+	const n, size = 2, 4096
+	comms := startComms(t, n, testConfig())
+	first, second := make([]uintptr, n), make([]uintptr, n)
+	bufs := make([]uintptr, n)
+	for r := range n {
+		b := newBuffer(t, size)
+		fillRank(b.bytes(), r)
+		bufs[r] = b.addr()
+	}
+	onThread(func() {
+		require.NoError(t, GroupStart())
+		for r := range n {
+			var err error
+			first[r], err = comms[r].WindowRegister(bufs[r], size, 0)
+			require.NoError(t, err)
+			second[r], err = comms[r].WindowRegister(bufs[r], size, WindowCollSymmetric)
+			require.NoError(t, err)
+			require.NoError(t, comms[r].WindowDeregister(first[r]))
+		}
+		require.NoError(t, GroupEnd())
+	})
+	for r, c := range comms {
+		_, err := c.WindowPeers(first[r])
+		assert.Error(t, err, "deregistered in the group")
+	}
+	checkWindows(t, comms, second, size)
+}
+
+// Abort releases the communicator's windows like Destroy.
+func TestWindowAbortReleases(t *testing.T) {
+	const n, size = 2, 4096
+	comms := startComms(t, n, testConfig())
+	bufs := []uintptr{newBuffer(t, size).addr(), newBuffer(t, size).addr()}
+	registerAll(t, comms, bufs, size)
+	require.Equal(t, n, liveWindows(comms))
+	for _, c := range comms {
+		require.NoError(t, c.Abort())
+	}
+	assert.Zero(t, liveWindows(comms))
+}
