@@ -39,7 +39,9 @@ func goCommInitRank(out *C.uintptr_t, nranks C.int, idBytes *C.char, rank C.int,
 	}
 	var id comm.UniqueID
 	copy(id[:], unsafe.Slice((*byte)(unsafe.Pointer(idBytes)), comm.UniqueIDBytes))
-	c, err := comm.InitRank(int(nranks), id, int(rank), conf, currentDevice(int(rank)))
+	// The rank is only the fallback device: comm.InitRank takes the calling
+	// thread's current CUDA device when it has one.
+	c, err := comm.InitRank(int(nranks), id, int(rank), conf, int(rank))
 	*out = 0
 	if c != nil {
 		*out = C.uintptr_t(c.Handle())
@@ -55,7 +57,7 @@ func goCommInitAll(out *C.uintptr_t, ndev C.int, devlist *C.int) (res C.purlinRe
 	}
 	var devs []int
 	if devlist != nil && ndev > 0 {
-		for _, d := range unsafe.Slice((*C.int)(devlist), int(ndev)) {
+		for _, d := range unsafe.Slice(devlist, int(ndev)) {
 			devs = append(devs, int(d))
 		}
 	}
@@ -69,11 +71,6 @@ func goCommInitAll(out *C.uintptr_t, ndev C.int, devlist *C.int) (res C.purlinRe
 	}
 	return C.purlinSuccess
 }
-
-// currentDevice is the device a new communicator uses: the CUDA Atom will
-// ask the driver for the calling thread's current device; the host Atom
-// has none and reports the rank.
-func currentDevice(rank int) int { return rank }
 
 //export goCommFinalize
 func goCommFinalize(h C.uintptr_t) (res C.purlinResult_t) {
