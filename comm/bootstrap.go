@@ -21,7 +21,6 @@ import (
 // aborts the rank's datapath then, so waits end before the timeout).
 type bootstrap struct {
 	rank, nranks int
-	magic        uint64
 	peers        []PeerInfo // immutable after connect
 	timeout      time.Duration
 	conn         net.Conn
@@ -62,7 +61,7 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	}
 	host, _ := os.Hostname()
 	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host, Magic: magic}
-	b := &bootstrap{rank: rank, nranks: nranks, magic: magic, timeout: timeout, conn: conn, mail: mail,
+	b := &bootstrap{rank: rank, nranks: nranks, timeout: timeout, conn: conn, mail: mail,
 		gathers: make(chan []byte, 1), done: make(chan struct{})}
 	helloDone := make(chan struct{})
 	go func() {
