@@ -51,8 +51,7 @@ func (c *Comm) RedOpCreatePreMulSum(scalar unsafe.Pointer, dtype spec.DataType, 
 	op := spec.Op{Kind: spec.PreMulSum}
 	switch residence {
 	case ScalarHostImmediate:
-		buf := unsafe.Slice((*byte)(scalar), dtype.Size())
-		op.Scalar = numeric.GetFloat64(dtype, buf, 0)
+		op.Scalar = numeric.GetScalar(dtype, unsafe.Slice((*byte)(scalar), dtype.Size()))
 	case ScalarDevice:
 		op.ScalarPtr = uintptr(scalar)
 	default:

@@ -33,6 +33,17 @@ func GetFloat64(t spec.DataType, buf []byte, i int) float64 {
 	return float64(GetInt64(t, buf, i))
 }
 
+// GetScalar returns element 0 of buf as a PreMulSum factor (spec.Op.Scalar):
+// the value of a float type; for an integer type its bits as int64 (unsigned
+// types zero-extended to their width), which Reduce's conversion back,
+// T(int64(scalar)), returns bit for bit even for a uint64 beyond 2^63.
+func GetScalar(t spec.DataType, buf []byte) float64 {
+	if t.IsFloat() {
+		return GetFloat64(t, buf, 0)
+	}
+	return float64(GetInt64(t, buf, 0))
+}
+
 // SetFloat64 stores v into element i, rounding once to nearest even for the
 // float types (saturating for fp8) and truncating toward zero for integers.
 func SetFloat64(t spec.DataType, buf []byte, i int, v float64) {

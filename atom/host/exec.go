@@ -51,12 +51,7 @@ func resolveScalar(t spec.DataType, op spec.Op) (spec.Op, error) {
 	if !t.Valid() {
 		return op, errs.New(errs.ErrInternal, "host: PreMulSum scalar of invalid type %v", t)
 	}
-	b := bytesAt(op.ScalarPtr, uint64(t.Size()))
-	if t.IsFloat() {
-		op.Scalar = numeric.GetFloat64(t, b, 0)
-	} else {
-		op.Scalar = float64(numeric.GetInt64(t, b, 0))
-	}
+	op.Scalar = numeric.GetScalar(t, bytesAt(op.ScalarPtr, uint64(t.Size())))
 	op.ScalarPtr = 0
 	return op, nil
 }
