@@ -11,7 +11,8 @@ C_HEADERS := $(wildcard tests/c/*.h include/*.h)
 C_SUITES  := single multiproc badinput
 
 .PHONY: c-tests-build c-tests abi-test
-c-tests-build: $(TEST_BUILD)/selftest $(addprefix $(TEST_BUILD)/,$(C_SUITES))
+# tests/c/run.sh also runs build/purlin-perf (cmd/purlin-perf/perf.mk) on 8 ranks.
+c-tests-build: $(TEST_BUILD)/selftest $(addprefix $(TEST_BUILD)/,$(C_SUITES)) $(BUILD)/purlin-perf
 
 $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c tests/c/dtypes.c tests/c/reference.c $(C_HEADERS)
 	@mkdir -p $(TEST_BUILD)

@@ -21,10 +21,33 @@ run_suite() { # name limit_s [env...]
   passed=$((passed + p)) failed=$((failed + f))
   rm -f "$log"
 }
+# run_perf NAME [VAR=value...] -- ARGS: purlin-perf (built beside BUILD_DIR,
+# host Atom, one process) with ARGS; it checks every output itself.
+perf="$dir/../purlin-perf"
+run_perf() {
+  local name=$1 envs=(); shift
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+  local log; log=$(mktemp)
+  echo "== c/$name"
+  env "${envs[@]}" timeout -k 5 120 "$perf" "$@" >"$log" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^# Out of bounds values : 0 OK' "$log"; then
+    echo "PASS $name"; passed=$((passed + 1))
+  else
+    tail -n 20 "$log"; echo "FAIL $name: purlin-perf $* exited $rc"; failed=$((failed + 1))
+  fi
+  rm -f "$log"
+}
 run_suite selftest 60
 run_suite single 320
 # A small staging area sends the larger multi-process calls through the ring regime.
 run_suite multiproc 320 PURLIN_STAGE_BYTES=262144
 run_suite badinput 300 PURLIN_TIMEOUT=3
+# 8 ranks (snac.MaxRanks, a full NVLink server) through purlin-perf: every
+# collective and dtype at small sizes; every op on the smallest; and, with a
+# 64 KiB staging half, sizes that take the chunked and ring regimes.
+run_perf perf-g8-dtypes -- all -g 8 -b 8 -e 64K -f 8 -n 1 -w 0 -d all -r 7
+run_perf perf-g8-ops -- all -g 8 -b 8 -e 2K -f 256 -n 1 -w 0 -d all -o all -r 5
+run_perf perf-g8-ring PURLIN_STAGE_BYTES=65536 -- all -g 8 -b 8 -e 1M -f 16 -n 1 -w 0 -d bfloat16 -o avg -r 3
 echo "c: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
