@@ -12,7 +12,7 @@ import "C"
 import (
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -38,22 +38,25 @@ type Settings struct {
 	StageBytes uint64
 }
 
-var (
-	once     sync.Once
-	settings Settings
-)
+// settings holds the current Settings, swapped whole by Reload: Get may run
+// on any goroutine while ncclResetDebugInit (capi) rereads the environment.
+var settings atomic.Pointer[Settings]
 
 // Get returns the settings, read from the environment on the first call.
 func Get() Settings {
-	once.Do(func() { settings = read() })
-	return settings
+	if s := settings.Load(); s != nil {
+		return *s
+	}
+	s := read()
+	settings.CompareAndSwap(nil, &s) // a concurrent first call or Reload may have won
+	return *settings.Load()
 }
 
-// Reload rereads the environment; tests use it after changing a variable.
+// Reload rereads the environment (ncclResetDebugInit; tests after changing a variable).
 func Reload() Settings {
-	once.Do(func() {})
-	settings = read()
-	return settings
+	s := read()
+	settings.Store(&s)
+	return s
 }
 
 func read() Settings {

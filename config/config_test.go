@@ -1,0 +1,40 @@
+package config
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReloadSeesNewValues: Reload rereads the environment (through C
+// getenv, so a value set after load is seen) and Get returns what it read.
+func TestReloadSeesNewValues(t *testing.T) {
+	t.Setenv("PURLIN_TIMEOUT", "7")
+	t.Setenv("PURLIN_HOST_WORKERS", "0")
+	t.Cleanup(func() { Reload() })
+	s := Reload()
+	require.Equal(t, 7*time.Second, s.Timeout)
+	require.Equal(t, 1, s.HostWorkers, "fewer than one worker is raised to one")
+	require.Equal(t, s, Get())
+	t.Setenv("PURLIN_TIMEOUT", "")
+	require.Equal(t, 300*time.Second, Reload().Timeout)
+}
+
+// TestGetDuringReload is for -race: ncclResetDebugInit may reload while
+// other threads read the settings.
+func TestGetDuringReload(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				require.GreaterOrEqual(t, Get().HostWorkers, 1)
+			}
+		})
+	}
+	for range 50 {
+		Reload()
+	}
+	wg.Wait()
+}
