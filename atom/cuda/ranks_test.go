@@ -64,12 +64,19 @@ func TestPeersOfEveryRankCount(t *testing.T) {
 	}
 }
 
-// oneCall is the call of rank (one per shape) with equal V counts.
+// oneCall is rank's float32 sum call of coll, about perRank bytes a rank.
 func oneCall(coll spec.Collective, n, rank int, perRank uint64) *spec.Call {
-	c := &spec.Call{Coll: coll, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: perRank / 4,
+	return typedCall(coll, spec.Float32, spec.Op{Kind: spec.Sum}, n, rank, perRank)
+}
+
+// typedCall is rank's call of coll moving about perRank bytes a rank (V
+// forms: equal counts, packed), rooted at n/2.
+func typedCall(coll spec.Collective, typ spec.DataType, op spec.Op, n, rank int, perRank uint64) *spec.Call {
+	size := uint64(typ.Size())
+	c := &spec.Call{Coll: coll, Type: typ, Op: op, Count: perRank / size,
 		Rank: rank, NRanks: n, Root: n / 2, Send: 1 << 40, Recv: 2 << 40}
 	if coll == spec.AllReduce || coll == spec.Broadcast || coll == spec.Reduce {
-		c.Count = perRank * uint64(n) / 4
+		c.Count = perRank * uint64(n) / size
 	}
 	counts, displs := make([]uint64, n), make([]uint64, n)
 	for q := range n {

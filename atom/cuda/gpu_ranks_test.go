@@ -1,0 +1,118 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom"
+	"purlin/errs"
+	"purlin/snac"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// The other GPU tests use 2 GPUs; these use every rank count a machine
+// allows beyond that: 3 (odd), 4 and all its GPUs (up to snac.MaxRanks).
+// On a 2-GPU machine they skip.
+
+// gpuRankCounts is the rank counts past 2 this machine can run.
+func gpuRankCounts(t *testing.T) []int {
+	needGPUs(t, 3)
+	var count int32
+	driver.DeviceGetCount(&count)
+	most := min(int(count), snac.MaxRanks)
+	var ns []int
+	for _, n := range []int{3, 4, most} {
+		if n <= most && !slices.Contains(ns, n) {
+			ns = append(ns, n)
+		}
+	}
+	return ns
+}
+
+var everyGPUType = []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint32, spec.Int64, spec.Uint64,
+	spec.Float16, spec.Float32, spec.Float64, spec.Bfloat16, spec.Float8e4m3, spec.Float8e5m2}
+
+// runChecked runs one call of coll on every rank and checks every rank's
+// output against spectest's reference.
+func runChecked(t *testing.T, ranks []*gpuRank, coll spec.Collective, typ spec.DataType, op spec.Op, perRank uint64, rng *rand.Rand) {
+	n := len(ranks)
+	calls := make([]*spec.Call, n)
+	for r := range ranks {
+		calls[r] = typedCall(coll, typ, op, n, r, perRank)
+	}
+	inputs := spectest.Inputs(rng, calls)
+	want := spectest.Expected(calls, inputs)
+	recv := make([]devicePtr, n)
+	for r, g := range ranks {
+		c := calls[r]
+		in, out := c.Extents()
+		send := g.alloc(t, int(in))
+		recv[r] = g.alloc(t, int(out))
+		g.upload(t, send, inputs[r])
+		c.Send, c.Recv = uintptr(send), uintptr(recv[r])
+		plan, err := snac.Build(c, g.topo)
+		require.NoError(t, err, "%s", c)
+		require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: c.Send, Recv: c.Recv}}, uintptr(g.stream)), "%s", c)
+	}
+	for r, g := range ranks {
+		g.sync(t)
+		require.NoError(t, g.AsyncError(), "%s", calls[r])
+		_, out := calls[r].Extents()
+		require.NoError(t, spectest.Compare(typ, g.download(t, recv[r], int(out)), want[r]), "%s", calls[r])
+	}
+}
+
+// TestGPUEveryCollectiveAtEveryRankCount: every collective, at packet,
+// staged and ring sizes (gpuTopology's small staging), types and ops in
+// rotation, twice in a row (the second call uses the other staging half).
+func TestGPUEveryCollectiveAtEveryRankCount(t *testing.T) {
+	for _, n := range gpuRankCounts(t) {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			ranks := newGPURanks(t, n, int64(20*time.Second))
+			rng := rand.New(rand.NewPCG(uint64(n), 13))
+			i := 0
+			for coll := spec.Collective(0); coll < spec.SendRecv; coll++ {
+				for _, perRank := range []uint64{40, 3000, 100 << 10, 1536 << 10} {
+					for range 2 {
+						typ := everyGPUType[i%len(everyGPUType)]
+						op := spec.Op{Kind: spec.OpKind(i % (int(spec.PreMulSum) + 1)), Scalar: 3}
+						runChecked(t, ranks, coll, typ, op, perRank, rng)
+						i++
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGPUOneRankNeverComesAtEveryRankCount: the last rank never joins; every
+// other rank's kernel must stop at the timeout with ErrTimeout, never hang.
+func TestGPUOneRankNeverComesAtEveryRankCount(t *testing.T) {
+	for _, n := range gpuRankCounts(t) {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			ranks := newGPURanks(t, n, int64(300*time.Millisecond))
+			start := time.Now()
+			for r, g := range ranks[:n-1] {
+				c := typedCall(spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, n, r, 64<<10)
+				in, out := c.Extents()
+				c.Send, c.Recv = uintptr(g.alloc(t, int(in))), uintptr(g.alloc(t, int(out)))
+				plan, err := snac.Build(c, g.topo)
+				require.NoError(t, err)
+				require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: c.Send, Recv: c.Recv}}, uintptr(g.stream)))
+			}
+			for r, g := range ranks[:n-1] {
+				g.sync(t)
+				err := g.AsyncError()
+				require.True(t, errors.Is(err, errs.ErrTimeout), "rank %d: got %v", r, err)
+			}
+			require.Less(t, time.Since(start), 10*time.Second)
+		})
+	}
+}
