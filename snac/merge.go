@@ -160,11 +160,15 @@ func (p *Plan) collective() bool {
 // buffers is the number of buffer indices p's Refs use (at least one).
 func (p *Plan) buffers() uint8 {
 	n := uint8(1)
-	for _, s := range p.Steps {
-		for _, r := range append(s.Src[:], s.Dst) {
-			if (r.Space == SpaceSend || r.Space == SpaceRecv) && r.Rank+1 > n {
-				n = r.Rank + 1
-			}
+	count := func(r Ref) {
+		if (r.Space == SpaceSend || r.Space == SpaceRecv) && r.Rank+1 > n {
+			n = r.Rank + 1
+		}
+	}
+	for i := range p.Steps {
+		count(p.Steps[i].Dst)
+		for _, r := range p.Steps[i].Src {
+			count(r)
 		}
 	}
 	return n
