@@ -124,8 +124,7 @@ func reduceFloat(t spec.DataType, op spec.Op, n int, inputs [][]byte, i int) (v,
 	var mag float64 // sum of magnitudes the accumulation rounds
 	for r := range n {
 		x := numeric.GetFloat64(t, inputs[r], i)
-		switch {
-		case op.Kind == spec.PreMulSum:
+		if op.Kind == spec.PreMulSum {
 			x *= scalar
 		}
 		switch {
