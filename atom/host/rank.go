@@ -144,8 +144,7 @@ func (r *Rank) Synchronize() error {
 // Abort makes every wait of this rank's running and future Plans fail with
 // errs.ErrAborted, promptly. It is safe from any goroutine.
 func (r *Rank) Abort() {
-	r.aborted.Store(true)
-	r.stop.Store(true)
+	r.aborted.Store(true) // before fail raises stop, so waits report the abort
 	r.fail(errs.New(errs.ErrAborted, "host rank %d: aborted", r.topo.Rank))
 }
 
