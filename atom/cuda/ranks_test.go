@@ -198,3 +198,20 @@ func TestCaptureArenaHoldsLargePlansAtEveryRankCount(t *testing.T) {
 		t.Logf("n=%d: largest 64 MiB Plan %d KiB, arena %d KiB", n, largest>>10, captureArenaBytes(n)>>10)
 	}
 }
+
+// TestUnreachablePairIsFound: in one process every rank addresses every
+// other rank's window directly, so one pair without peer access must be
+// refused at setup (by every rank alike), not fault in the kernel.
+func TestUnreachablePairIsFound(t *testing.T) {
+	island := func(from, to int) bool { return from/4 == to/4 } // devices 0-3 and 4-7
+	pair := func(devices []int, can func(int, int) bool) []int {
+		a, b := unreachablePair(devices, can)
+		return []int{a, b}
+	}
+	require.Equal(t, []int{-1, -1}, pair([]int{0, 1, 2, 3}, island))
+	require.Equal(t, []int{0, 4}, pair([]int{0, 1, 2, 3, 4, 5, 6, 7}, island))
+	require.Equal(t, []int{0, 2}, pair([]int{5, 6, 2}, island), "ranks need not sit on devices in order")
+	require.Equal(t, []int{-1, -1}, pair([]int{3, 3, 3}, func(int, int) bool { return false }), "ranks sharing a device")
+	oneWay := func(from, to int) bool { return from < to }
+	require.Equal(t, []int{1, 0}, pair([]int{0, 1}, oneWay), "access is checked in both directions")
+}

@@ -57,10 +57,11 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	if r := driver.CtxSynchronize(); r != cuSuccess { // zeroed before any peer can notify
 		return fail(cuErr(r, "cuCtxSynchronize", "window"))
 	}
-	msg := make([]byte, 24)
+	msg := make([]byte, 32)
 	binary.LittleEndian.PutUint64(msg[0:], uint64(os.Getpid()))
 	binary.LittleEndian.PutUint64(msg[8:], uint64(mine.ptr))
 	binary.LittleEndian.PutUint64(msg[16:], uint64(mine.size))
+	binary.LittleEndian.PutUint64(msg[24:], uint64(device))
 	all, err := ex.AllGather(msg)
 	if err != nil {
 		return fail(errs.New(errs.ErrRemote, "cuda window exchange rank %d: %v", ex.Rank(), err))
@@ -69,16 +70,24 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 		return fail(errs.New(errs.ErrInvalidArgument, "cuda: %d ranks, at most %d", len(all), snac.MaxRanks))
 	}
 	onePID := true
+	devices := make([]int, len(all))
 	for r, m := range all {
-		if len(m) != 24 {
+		if len(m) != 32 {
 			return fail(errs.New(errs.ErrRemote, "cuda window exchange: rank %d sent %d bytes", r, len(m)))
 		}
 		onePID = onePID && binary.LittleEndian.Uint64(m) == uint64(os.Getpid())
+		devices[r] = int(binary.LittleEndian.Uint64(m[24:]))
 		if binary.LittleEndian.Uint64(m[16:]) != uint64(mine.size) {
 			return fail(errs.New(errs.ErrInvalidUsage, "cuda window exchange: rank %d's window differs in size", r))
 		}
 	}
 	if onePID {
+		// The owners granted access to every device that can reach theirs;
+		// a pair that cannot would fault in the kernel: refuse here, on
+		// every rank alike (each checks every pair).
+		if a, b := unreachablePair(devices, canAccessPeer); a >= 0 {
+			return fail(errs.New(errs.ErrUnsupported, "cuda window rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
+		}
 		for r, m := range all {
 			s.base[r] = binary.LittleEndian.Uint64(m[8:])
 		}
@@ -130,4 +139,24 @@ func (s *symmetric) peersOf(w window, nranks int) peers {
 		p.Checks[r] = s.base[r] + w.checks
 	}
 	return p
+}
+
+// unreachablePair is the first pair of ranks (a, b) whose devices[a]
+// cannot access devices[b], or (-1, -1) when every rank reaches every
+// window (ranks sharing a device always do).
+func unreachablePair(devices []int, canAccess func(from, to int) bool) (int, int) {
+	for a, from := range devices {
+		for b, to := range devices {
+			if from != to && !canAccess(from, to) {
+				return a, b
+			}
+		}
+	}
+	return -1, -1
+}
+
+// canAccessPeer reports whether device from can access device to's memory.
+func canAccessPeer(from, to int) bool {
+	var can int32
+	return driver.DeviceCanAccessPeer(&can, cuDevice(from), cuDevice(to)) == cuSuccess && can != 0
 }
