@@ -63,7 +63,6 @@ type worker struct {
 	op    spec.Op
 	bufs  []atom.Buffers
 	epoch uint64
-	index int // position in plan.Workers, for messages
 }
 
 // runWorker runs worker w's steps between reading and advancing its epoch.
@@ -75,7 +74,7 @@ func (r *Rank) runWorker(p *snac.Plan, op spec.Op, w int, bufs []atom.Buffers) e
 	}
 	epochs := r.segs[r.topo.Rank].epochs
 	slot := snac.EpochSlot(wk.Channel, wk.Index)
-	x := worker{r: r, plan: p, op: op, bufs: bufs, epoch: atomic.LoadUint64(&epochs[slot]), index: w}
+	x := worker{r: r, plan: p, op: op, bufs: bufs, epoch: atomic.LoadUint64(&epochs[slot])}
 	steps := p.WorkerSteps(w)
 	for i := range steps {
 		if err := x.step(&steps[i]); err != nil {
