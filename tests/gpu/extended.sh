@@ -5,14 +5,16 @@
 # then there, with build/ carried:  bash tests/gpu/extended.sh
 # Parts, each under its own timeout, continuing after a failure:
 #   dtypes     purlin-perf on Purlin, every collective x every dtype x every op,
-#              -g 2, eager and CUDA-graph, odd and even sizes, -c 1
-#   mproc      the same, every dtype, 2 processes (cuMem fds over SCM_RIGHTS)
+#              -g $NGPUS, eager and CUDA-graph, odd and even sizes, -c 1
+#   mproc      the same, every dtype, $NGPUS processes (cuMem fds over SCM_RIGHTS)
 #   racecheck  compute-sanitizer racecheck on a small all-reduce
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
 # $OUT/extended/ gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
 # racecheck.log, python.log, dropin.tgz (at most 8 files come back).
+# NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
+# purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
@@ -31,6 +33,8 @@ verdict() { # verdict NAME STATUS [detail]
 wrong() { grep -h "Out of bounds" "$1" | sort | uniq -c | tr -s ' ' | tr '\n' ';'; }
 
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; } >"$out/env.log" 2>&1
+source "$root/tests/gpu/ngpus.sh"
+echo "NGPUS=$NGPUS" >>"$out/env.log"
 source "$root/tests/gpu/build-perf.sh"
 verdict build $? "(purlin-perf on Purlin; env.log)"
 
@@ -40,19 +44,19 @@ for mode in eager graph; do
   g=(); [[ $mode == graph ]] && g=(-G 4)
   for c in allreduce allgather reducescatter alltoall broadcast reduce gather scatter sendrecv allgatherv reducescatterv alltoallv; do
     echo "## RUN $mode $c" >>"$f"
-    timeout 40 "$bin/perf-purlin" "$c" -g 2 -d all -o all -b 3 -e 3M -f 37 -n 2 -w 1 -c 1 "${g[@]}" >>"$f" 2>&1 || { s=1; note "FAIL dtypes $mode $c"; }
+    timeout 40 "$bin/perf-purlin" "$c" -g "$NGPUS" -d all -o all -b 3 -e 3M -f 37 -n 2 -w 1 -c 1 "${g[@]}" >>"$f" 2>&1 || { s=1; note "FAIL dtypes $mode $c"; }
   done
 done
 verdict dtypes $s "($(wrong "$f"))"
 
-# ---------- mproc: every dtype, 2 processes ----------
+# ---------- mproc: every dtype, NGPUS processes ----------
 f="$out/perf-mproc-dtypes.txt"
-PURLIN_DEBUG=INFO timeout 90 "$bin/perf-purlin" all -g 2 -m 1 -d all -b 5 -e 5M -f 97 -n 2 -w 1 -c 1 >"$f" 2>&1
+PURLIN_DEBUG=INFO timeout 90 "$bin/perf-purlin" all -g "$NGPUS" -m 1 -d all -b 5 -e 5M -f 97 -n 2 -w 1 -c 1 >"$f" 2>&1
 verdict mproc-dtypes $? "($(wrong "$f"))"
 
 # ---------- racecheck ----------
 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  "$bin/perf-purlin" allreduce -g 2 -b 8 -e 256K -f 64 -n 1 -w 1 -c 1 >"$out/racecheck.log" 2>&1
+  "$bin/perf-purlin" allreduce -g "$NGPUS" -b 8 -e 256K -f 64 -n 1 -w 1 -c 1 >"$out/racecheck.log" 2>&1
 verdict racecheck $? "($(grep -m1 "ERROR SUMMARY\|RACECHECK SUMMARY" "$out/racecheck.log"))"
 
 # ---------- python package on GPUs ----------
@@ -62,9 +66,9 @@ verdict python $? "($(tail -1 "$out/python.log"))"
 
 # ---------- drop-in: torch under LD_PRELOAD, vLLM-style ctypes client ----------
 mkdir -p "$gpu/dropin"
-OUT="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-run.txt" 2>&1
+TORCH_NRANKS=$NGPUS OUT="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-run.txt" 2>&1
 verdict torch $? "($(tail -1 "$gpu/dropin/torch-run.txt"))"
-OUT="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
+PYNCCL_NRANKS=$NGPUS OUT="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
 verdict pynccl $? "($(tail -1 "$gpu/dropin/pynccl-run.txt"))"
 tar -czf "$out/dropin.tgz" -C "$gpu" dropin
 

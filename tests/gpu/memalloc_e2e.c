@@ -1,13 +1,14 @@
 /*
  * memalloc_e2e.c: the CUDA Atom serving communicators through the NCCL C ABI,
  * as an NCCL program drives it: one thread, rank r created (in one group)
- * while device 1-r is current, so a communicator that took the rank for its
+ * while device nranks-1-r is current, so a communicator that took the rank for its
  * device would show up. Checks ncclCommCuDevice, that ncclMemAlloc returns
  * device memory on the current device, AllReduce/AllGather on it (packet and
  * large regimes) against a host reference, ncclMemFree (and its refusal of a
  * pointer it never gave), and symmetric windows (ncclCommWindowRegister) on
  * ncclMemAlloc memory. Prints one PASS/FAIL line per check; exit 1 on any
- * failure. Build: gcc -Iinclude -I$CUDA_HOME/include ... -lpurlin -lcudart.
+ * failure. Ranks: argv[1] (tests/gpu/run.sh passes $NGPUS), default 2, at most 8;
+ * rank r's device is nranks-1-r. Build: gcc -Iinclude -I$CUDA_HOME/include ... -lpurlin -lcudart.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -15,7 +16,8 @@
 
 #include "purlin_nccl.h"
 
-#define NR 2
+#define MAXR 8 /* Purlin's ranks per communicator */
+static int nranks = 2;
 static int failures;
 
 static void check(int ok, const char* what, int r) {
@@ -32,13 +34,13 @@ static void check(int ok, const char* what, int r) {
     }                                                                                 \
   } while (0)
 
-static int dev_of(int r) { return NR - 1 - r; }
+static int dev_of(int r) { return nranks - 1 - r; }
 
 /* run_allreduce sums rank-dependent floats (exact in fp32) and checks all of recv. */
 static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count) {
-  float *send[NR], *recv[NR];
+  float *send[MAXR], *recv[MAXR];
   float* host = malloc(count * sizeof(float));
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(ncclMemAlloc((void**)&send[r], count * sizeof(float)));
     MUST(ncclMemAlloc((void**)&recv[r], count * sizeof(float)));
@@ -50,16 +52,16 @@ static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count
     MUST(cudaMemset(recv[r], 0xff, count * sizeof(float)));
   }
   MUST(ncclGroupStart());
-  for (int r = 0; r < NR; r++) MUST(ncclAllReduce(send[r], recv[r], count, ncclFloat, ncclSum, comms[r], streams[r]));
+  for (int r = 0; r < nranks; r++) MUST(ncclAllReduce(send[r], recv[r], count, ncclFloat, ncclSum, comms[r], streams[r]));
   MUST(ncclGroupEnd());
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(cudaStreamSynchronize(streams[r]));
     MUST(cudaMemcpy(host, recv[r], count * sizeof(float), cudaMemcpyDeviceToHost));
     size_t wrong = 0;
     for (size_t i = 0; i < count; i++) {
       float want = 0;
-      for (int s = 0; s < NR; s++) want += (float)(s + 1 + i % 7);
+      for (int s = 0; s < nranks; s++) want += (float)(s + 1 + i % 7);
       wrong += host[i] != want;
     }
     char what[96];
@@ -69,7 +71,7 @@ static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count
     MUST(ncclCommGetAsyncError(comms[r], &async));
     check(async == ncclSuccess, "no asynchronous error", r);
   }
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     check(ncclMemFree(send[r]) == ncclSuccess && ncclMemFree(recv[r]) == ncclSuccess, "ncclMemFree", r);
   }
@@ -84,64 +86,69 @@ ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUser
  * a cudaMalloc buffer is refused, and deregisters. */
 static void run_windows(ncclComm_t* comms) {
   const size_t size = 4 << 20;
-  void* buf[NR];
-  ncclWindow_t win[NR];
-  for (int r = 0; r < NR; r++) {
+  void* buf[MAXR];
+  ncclWindow_t win[MAXR];
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(ncclMemAlloc(&buf[r], size));
   }
   MUST(ncclGroupStart());
-  for (int r = 0; r < NR; r++) MUST(ncclCommWindowRegister(comms[r], buf[r], size, &win[r], NCCL_WIN_COLL_SYMMETRIC));
+  for (int r = 0; r < nranks; r++) MUST(ncclCommWindowRegister(comms[r], buf[r], size, &win[r], NCCL_WIN_COLL_SYMMETRIC));
   ncclResult_t rc = ncclGroupEnd();
   check(rc == ncclSuccess, "ncclCommWindowRegister of ncclMemAlloc buffers (in a group)", 0);
-  for (int r = 0; r < NR && rc == ncclSuccess; r++) {
+  for (int r = 0; r < nranks && rc == ncclSuccess; r++) {
     void* user = NULL;
     check(win[r] != NULL && ncclWinGetUserPtr(comms[r], win[r], &user) == ncclSuccess && user == buf[r],
           "window handle and ncclWinGetUserPtr", r);
   }
   if (rc == ncclSuccess) {
     MUST(ncclGroupStart());
-    for (int r = 0; r < NR; r++) MUST(ncclCommWindowDeregister(comms[r], win[r]));
+    for (int r = 0; r < nranks; r++) MUST(ncclCommWindowDeregister(comms[r], win[r]));
     check(ncclGroupEnd() == ncclSuccess, "ncclCommWindowDeregister (in a group)", 0);
     check(ncclCommWindowDeregister(comms[0], win[0]) != ncclSuccess, "a deregistered window is refused", 0);
   }
-  void* plain[NR];
-  for (int r = 0; r < NR; r++) {
+  void* plain[MAXR];
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(cudaMalloc(&plain[r], size));
   }
   MUST(ncclGroupStart());
-  for (int r = 0; r < NR; r++) MUST(ncclCommWindowRegister(comms[r], plain[r], size, &win[r], NCCL_WIN_DEFAULT));
+  for (int r = 0; r < nranks; r++) MUST(ncclCommWindowRegister(comms[r], plain[r], size, &win[r], NCCL_WIN_DEFAULT));
   rc = ncclGroupEnd();
   check(rc == ncclInvalidArgument || rc == ncclInvalidUsage, "a cudaMalloc buffer is refused as a window", 0);
   printf("     (%s)\n", ncclGetLastError(NULL));
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(cudaFree(plain[r]));
     MUST(ncclMemFree(buf[r]));
   }
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  if (argc > 1) nranks = atoi(argv[1]);
+  if (nranks < 1 || nranks > MAXR) {
+    printf("FAIL memalloc_e2e: %d ranks, want 1..%d\n", nranks, MAXR);
+    return 1;
+  }
   int ndev = 0;
   MUST(cudaGetDeviceCount(&ndev));
-  if (ndev < NR) {
-    printf("SKIP memalloc_e2e: %d devices, need %d\n", ndev, NR);
+  if (ndev < nranks) {
+    printf("SKIP memalloc_e2e: %d devices, need %d\n", ndev, nranks);
     return 0;
   }
   ncclUniqueId id;
   MUST(ncclGetUniqueId(&id));
-  ncclComm_t comms[NR];
-  cudaStream_t streams[NR];
+  ncclComm_t comms[MAXR];
+  cudaStream_t streams[MAXR];
   MUST(ncclGroupStart());
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
-    MUST(ncclCommInitRank(&comms[r], NR, id, r));
+    MUST(ncclCommInitRank(&comms[r], nranks, id, r));
   }
   MUST(cudaSetDevice(0)); /* the device current at GroupEnd must not matter */
   MUST(ncclGroupEnd());
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     int dev = -1;
     MUST(ncclCommCuDevice(comms[r], &dev));
     char what[80];
@@ -154,7 +161,7 @@ int main(void) {
   run_windows(comms);
   int bogus = 0;
   check(ncclMemFree(&bogus) != ncclSuccess, "ncclMemFree refuses a pointer it never gave", 0);
-  for (int r = 0; r < NR; r++) {
+  for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(ncclCommDestroy(comms[r]));
     MUST(cudaStreamDestroy(streams[r]));

@@ -9,16 +9,17 @@
 #   build     purlin-perf-cuda on Purlin and on NCCL (nvidia-nccl-cu13 from
 #             python3's site-packages, else the system NCCL), memalloc_e2e
 #   e2e       tests/gpu/memalloc_e2e.c: comm on the CUDA Atom through the C ABI
-#   perf      the same purlin-perf on Purlin and on NCCL, -g 2, eager and -G
+#   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
 #             allgather, 8 B..64 MiB for the rest and for graph mode)
-#   mproc     purlin-perf -m 1 on Purlin (2 processes: cuMem fds over SCM_RIGHTS)
+#   mproc     purlin-perf -m 1 on Purlin ($NGPUS processes: cuMem fds over SCM_RIGHTS)
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
 # Everything lands in $OUT (or build/gpu/logs), at most 8 files, one level:
 # env.log e2e.log perf-purlin.txt perf-nccl.txt perf-mproc.txt memcheck.log
 # go-tests.log summary.txt. GPU_BUDGET_S (default 560) bounds the whole run:
 # a part that would start past it is skipped. NVLink multicast stays off.
+# NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
@@ -48,13 +49,15 @@ verdict() { # verdict NAME STATUS [detail]
 } >"$out/env.log" 2>&1
 head -4 "$out/env.log"
 
+source "$root/tests/gpu/ngpus.sh"
+echo "NGPUS=$NGPUS" >>"$out/env.log"
 source "$root/tests/gpu/build-perf.sh"
 verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
 
 # ---------- e2e: comm on the CUDA Atom through the C ABI ----------
 t=$(left 60)
 if (( t > 0 )) && [[ -x $bin/memalloc_e2e ]]; then
-  PURLIN_DEBUG=INFO timeout "$t" "$bin/memalloc_e2e" >"$out/e2e.log" 2>&1
+  PURLIN_DEBUG=INFO timeout "$t" "$bin/memalloc_e2e" "$NGPUS" >"$out/e2e.log" 2>&1
   verdict e2e $? "$(grep -c ^PASS "$out/e2e.log") checks passed; $(grep -m1 -o 'CUDA Atom on device [0-9].*' "$out/e2e.log")"
   grep -E "^FAIL" "$out/e2e.log" | head -5 | tee -a "$summary"
 else note "SKIP e2e"; fi
@@ -67,7 +70,7 @@ perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-
   local f="$out/perf-$lib.txt" t; t=$(left "$cap")
   echo "## RUN mode=$mode lib=$lib coll=$coll args: $*" >>"$f"
   if (( t == 0 )) || [[ ! -x $bin/perf-$lib ]]; then echo "## EXIT $coll status=SKIP" >>"$f"; note "SKIP perf $lib $mode $coll"; return; fi
-  timeout "$t" "$bin/perf-$lib" "$coll" -g 2 "$@" >>"$f" 2>&1
+  timeout "$t" "$bin/perf-$lib" "$coll" -g "$NGPUS" "$@" >>"$f" 2>&1
   local s=$?
   echo "## EXIT $coll status=$s" >>"$f"
   [[ $s == 0 ]] || { note "FAIL perf $lib $mode $coll (status $s)"; fail=1; }
@@ -88,10 +91,10 @@ for lib in purlin nccl; do
   verdict "perf-$lib" $s "($ok of $r runs exited 0; $w reported wrong values)"
 done
 
-# ---------- mproc: 2 processes, cuMem fds shared over SCM_RIGHTS ----------
+# ---------- mproc: NGPUS processes, cuMem fds shared over SCM_RIGHTS ----------
 t=$(left 60)
 if (( t > 0 )) && [[ -x $bin/perf-purlin ]]; then
-  PURLIN_DEBUG=INFO timeout "$t" "$bin/perf-purlin" all -g 2 -m 1 -b 8 -e 16M -f 16 -n 5 -w 1 -c 1 >"$out/perf-mproc.txt" 2>&1
+  PURLIN_DEBUG=INFO timeout "$t" "$bin/perf-purlin" all -g "$NGPUS" -m 1 -b 8 -e 16M -f 16 -n 5 -w 1 -c 1 >"$out/perf-mproc.txt" 2>&1
   verdict mproc $? "($(grep -h "Out of bounds" "$out/perf-mproc.txt" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
 else note "SKIP mproc"; fi
 
@@ -99,7 +102,7 @@ else note "SKIP mproc"; fi
 t=$(left 90)
 if (( t > 0 )) && command -v compute-sanitizer >/dev/null && [[ -x $bin/perf-purlin ]]; then
   timeout "$t" compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$bin/perf-purlin" allreduce -g 2 -b 8 -e 1M -f 32 -n 2 -w 1 -c 1 >"$out/memcheck.log" 2>&1
+    "$bin/perf-purlin" allreduce -g "$NGPUS" -b 8 -e 1M -f 32 -n 2 -w 1 -c 1 >"$out/memcheck.log" 2>&1
   verdict memcheck $? "($(grep -m1 "ERROR SUMMARY" "$out/memcheck.log"))"
 else note "SKIP memcheck"; fi
 
