@@ -10,6 +10,7 @@ package config
 import "C"
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,7 +29,8 @@ type Settings struct {
 	// otherwise), "host" or "cuda".
 	Atom string
 	// GoMaxProcs is PURLIN_GOMAXPROCS: when > 0, the Go runtime's GOMAXPROCS,
-	// set at the first call (default: leave Go's choice).
+	// set when the settings are first read and by each Reload (default:
+	// leave Go's choice).
 	GoMaxProcs int
 	// HostWorkers is PURLIN_HOST_WORKERS: the most goroutines a host-Atom
 	// Plan uses per rank (default 4). Every rank must use the same value.
@@ -48,7 +50,9 @@ func Get() Settings {
 		return *s
 	}
 	s := read()
-	settings.CompareAndSwap(nil, &s) // a concurrent first call or Reload may have won
+	if settings.CompareAndSwap(nil, &s) { // a concurrent first call or Reload may have won
+		s.apply()
+	}
 	return *settings.Load()
 }
 
@@ -56,7 +60,15 @@ func Get() Settings {
 func Reload() Settings {
 	s := read()
 	settings.Store(&s)
+	s.apply()
 	return s
+}
+
+// apply puts into effect the settings that act on the process as a whole.
+func (s *Settings) apply() {
+	if s.GoMaxProcs > 0 {
+		runtime.GOMAXPROCS(s.GoMaxProcs)
+	}
 }
 
 func read() Settings {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +12,9 @@ import (
 // TestReloadSeesNewValues: Reload rereads the environment (through C
 // getenv, so a value set after load is seen) and Get returns what it read.
 func TestReloadSeesNewValues(t *testing.T) {
+	t.Cleanup(func() { Reload() }) // runs after Setenv's restores
 	t.Setenv("PURLIN_TIMEOUT", "7")
 	t.Setenv("PURLIN_HOST_WORKERS", "0")
-	t.Cleanup(func() { Reload() })
 	s := Reload()
 	require.Equal(t, 7*time.Second, s.Timeout)
 	require.Equal(t, 1, s.HostWorkers, "fewer than one worker is raised to one")
@@ -37,4 +38,14 @@ func TestGetDuringReload(t *testing.T) {
 		Reload()
 	}
 	wg.Wait()
+}
+
+// TestGoMaxProcs: PURLIN_GOMAXPROCS sets the runtime's GOMAXPROCS when read.
+func TestGoMaxProcs(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+	t.Cleanup(func() { Reload() }) // runs after Setenv's restore
+	t.Setenv("PURLIN_GOMAXPROCS", "1")
+	require.Equal(t, 1, Reload().GoMaxProcs)
+	require.Equal(t, 1, runtime.GOMAXPROCS(0))
 }
