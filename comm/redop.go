@@ -14,9 +14,8 @@ import (
 // see is spec.NumOps + index. Readers (every collective with a custom op)
 // load an immutable snapshot; creators copy it under mu.
 type redOpTable struct {
-	mu   sync.Mutex
-	ops  atomic.Pointer[[]redOpEntry]
-	live int // guarded by mu
+	mu  sync.Mutex // serialises creators and destroyers
+	ops atomic.Pointer[[]redOpEntry]
 }
 
 type redOpEntry struct {
