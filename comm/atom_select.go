@@ -82,24 +82,10 @@ func selectAtom(choice string, rank, device int, onGPU bool) (atomFactory, error
 // hostAtom is atom/host: goroutines over shared host memory.
 type hostAtom struct{}
 
-// Host Atom defaults (see snac.Topology).
-const (
-	hostStageHalf = 8 << 20
-	hostP2PHalf   = 1 << 20
-	hostPacketMax = 16 << 10
-	hostChunkMax  = 1 << 20
-)
-
 func (hostAtom) name() string { return "host" }
 
 func (hostAtom) topology(nranks, rank int, cfg Config) snac.Topology {
-	s := config.Get()
-	t := snac.Topology{NRanks: nranks, Rank: rank, Workers: s.HostWorkers, StageHalf: hostStageHalf,
-		P2PHalf: hostP2PHalf, PacketMax: hostPacketMax, ChunkMax: hostChunkMax}
-	if s.StageBytes > 0 {
-		t.StageHalf = s.StageBytes
-	}
-	return cfg.override(t)
+	return cfg.override(host.Topology(nranks, rank))
 }
 
 func (hostAtom) newRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (atom.Rank, error) {
