@@ -20,6 +20,7 @@
 // is unbounded, so Launch never blocks on peers. A Plan runs its workers as
 // goroutines; its stream moves on when all of them have finished.
 //
+//	topo := host.Topology(nranks, me) // the defaults; equal on every rank but Rank
 //	rank, err := host.NewRank(topo, ex, atom.Options{})
 //	s := host.NewStream()
 //	err = rank.Launch(plan, []atom.Buffers{{Send: in, Recv: out}}, s)
