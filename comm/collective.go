@@ -11,10 +11,11 @@ import (
 
 // Collective issues call on c, to run on stream (0: the communicator's own
 // queue on the host Atom). The caller fills Coll, buffers, counts, Type,
-// Root/Peer/IsSend and Op; Rank and NRanks come from c. Outside a group it
-// validates, gets the Plan from the cache and launches it, never waiting
-// for a peer; inside a group the call is validated and queued for GroupEnd.
-// call is not retained.
+// Root/Peer/IsSend and Op; Collective writes c's Rank and NRanks into call,
+// and the resolved Op of a custom op handle (see RedOpCreatePreMulSum).
+// Outside a group it validates, gets the Plan from the cache and launches
+// it, never waiting for a peer; inside a group the call is validated and
+// queued for GroupEnd. call is not retained.
 func (c *Comm) Collective(call *spec.Call, stream uintptr) error {
 	if err := c.usableForCall(call); err != nil {
 		return err
