@@ -196,7 +196,7 @@ func goCommGetAsyncError(h C.uintptr_t, out *C.int) (res C.purlinResult_t) {
 	if async != nil && errs.CodeOf(async) != errs.InProgress {
 		comm.NoteError(c, async)
 	}
-	*out = C.int(results[errs.CodeOf(async)])
+	*out = C.int(resultCode(async))
 	return C.purlinSuccess
 }
 

@@ -34,12 +34,16 @@ func result(c *comm.Comm, err error) C.purlinResult_t {
 	if err == nil {
 		return C.purlinSuccess
 	}
-	code := errs.CodeOf(err)
-	if code != errs.InProgress {
+	if errs.CodeOf(err) != errs.InProgress {
 		comm.NoteError(c, err)
 		config.Warnf("%v", err)
 	}
-	if r, ok := results[code]; ok {
+	return resultCode(err)
+}
+
+// resultCode is err's C result through the table (success for nil).
+func resultCode(err error) C.purlinResult_t {
+	if r, ok := results[errs.CodeOf(err)]; ok {
 		return r
 	}
 	return C.purlinInternalError
