@@ -89,16 +89,24 @@ func InitAll(ndev int, devlist []int) ([]*Comm, error) {
 // synchronizer is what an Atom offers to wait for all of a rank's work.
 type synchronizer interface{ Synchronize() error }
 
+// syncDatapath waits for all of c's launched work when its Atom offers it
+// (the host Atom's queues; a GPU Atom's work is awaited on its streams) and
+// returns that work's first error.
+func (c *Comm) syncDatapath() error {
+	if s, ok := c.dp.(synchronizer); ok {
+		return s.Synchronize()
+	}
+	return nil
+}
+
 // Synchronize waits until all work launched on c (any stream) finished,
 // and returns the first error of that work.
 func (c *Comm) Synchronize() error {
 	if err := c.usable("CommSynchronize"); err != nil {
 		return err
 	}
-	if s, ok := c.dp.(synchronizer); ok {
-		if err := s.Synchronize(); err != nil {
-			return err
-		}
+	if err := c.syncDatapath(); err != nil {
+		return err
 	}
 	return c.AsyncError()
 }
@@ -109,10 +117,7 @@ func (c *Comm) Finalize() error {
 	if err := c.usable("CommFinalize"); err != nil {
 		return err
 	}
-	var err error
-	if s, ok := c.dp.(synchronizer); ok {
-		err = s.Synchronize()
-	}
+	err := c.syncDatapath()
 	c.state.CompareAndSwap(stateReady, stateFinalized)
 	return err
 }
@@ -130,8 +135,8 @@ func (c *Comm) Destroy() error {
 		}
 	}
 	var err error
-	if s, ok := c.dp.(synchronizer); ok && c.state.Load() == stateReady {
-		err = s.Synchronize()
+	if c.state.Load() == stateReady { // Finalize has synchronized already
+		err = c.syncDatapath()
 	}
 	c.free(true)
 	return err
@@ -161,9 +166,7 @@ func (c *Comm) Abort() error {
 	}
 	if c.dp != nil {
 		c.dp.Abort()
-		if s, ok := c.dp.(synchronizer); ok {
-			s.Synchronize() // returns promptly: every wait sees the abort
-		}
+		c.syncDatapath() // returns promptly: every wait sees the abort
 	}
 	c.free(false)
 	return nil
