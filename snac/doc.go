@@ -39,9 +39,10 @@
 //
 // # Check words
 //
-// Every Notify and packet carries a 64-bit fingerprint of the call's shape
-// (collective, type, op kind, root, count or pair count, ranks, V counts), so
-// ranks that disagree on a call get errs.ErrMismatch instead of wrong data.
+// Every Notify carries a 64-bit fingerprint of the call's shape (collective,
+// type, op kind, root, count or pair count, ranks, V counts), and every
+// packet its low 32 bits, so ranks that disagree on a call get
+// errs.ErrMismatch instead of wrong data.
 //
 // # Groups and caching
 //
