@@ -39,6 +39,10 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	half := t.StageHalf
 	if c.Coll == spec.SendRecv {
 		half = t.P2PHalf
+		// A group merges one Plan per peer and direction (2*NRanks of them with
+		// sends to self, as torch's all-to-all does) into one Plan of at most
+		// MaxWorkers workers, so each point-to-point Plan takes its share only.
+		t.Workers = max(1, min(t.Workers, MaxWorkers/(2*t.NRanks)))
 	}
 	g, err := newGeometry(t, half, longest, segs, known && longest <= t.PacketMax, !known)
 	if err != nil {
