@@ -36,6 +36,10 @@ type Call struct {
 	NRanks     int
 }
 
+// MaxBytes bounds every buffer a call names; larger counts are rejected as
+// overflow rather than trusted (1 TiB, far beyond any device's memory).
+const MaxBytes = 1 << 40
+
 func invalid(format string, args ...any) error {
 	return errs.New(errs.ErrInvalidArgument, format, args...)
 }
