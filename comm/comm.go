@@ -69,9 +69,7 @@ type Comm struct {
 	boot     *bootstrap
 	dp       atom.Rank
 	atomName string
-	topo     snac.Topology
 	plans    *planner
-	id       UniqueID
 
 	asyncErr atomic.Pointer[error] // first communicator-level failure (dropped peer, abort)
 	redops   redOpTable
@@ -103,7 +101,6 @@ func (c *Comm) init(id UniqueID) (err error) {
 	if c.nranks > snac.MaxRanks {
 		return errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks; Purlin supports at most %d (one NVLink server)", c.nranks, snac.MaxRanks)
 	}
-	c.id = id
 	boot, err := connect(&id, c.rank, c.nranks, c.device, c.cfg.timeout(), c.cancel)
 	if err != nil {
 		return err
@@ -113,14 +110,14 @@ func (c *Comm) init(id UniqueID) (err error) {
 		boot.close(false)
 		return err
 	}
-	c.topo = factory.topology(c.nranks, c.rank, c.cfg)
-	dp, err := factory.newRank(c.topo, boot, atom.Options{TimeoutNanos: int64(c.cfg.timeout()), Device: c.device})
+	topo := factory.topology(c.nranks, c.rank, c.cfg)
+	dp, err := factory.newRank(topo, boot, atom.Options{TimeoutNanos: int64(c.cfg.timeout()), Device: c.device})
 	if err != nil {
 		boot.close(false)
 		return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, factory.name(), err)
 	}
 	c.boot, c.dp, c.atomName = boot, dp, factory.name()
-	c.plans = newPlanner(c.topo)
+	c.plans = newPlanner(topo)
 	drop := func(err error) {
 		c.noteAsync(err)
 		dp.Abort()
