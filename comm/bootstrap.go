@@ -32,10 +32,11 @@ type bootstrap struct {
 	done    chan struct{} // closed when the reader goroutine exits
 	fdRound uint64        // guarded by gmu
 
-	leaving atomic.Bool // bye sent: a closed connection is expected
-	aborted atomic.Bool
-	dropErr atomic.Pointer[error]
-	onDrop  atomic.Pointer[func(error)]
+	leaving  atomic.Bool // bye sent: a closed connection is expected
+	hostLeft atomic.Bool // the server's process may exit: a closed connection is expected
+	aborted  atomic.Bool
+	dropErr  atomic.Pointer[error]
+	onDrop   atomic.Pointer[func(error)]
 }
 
 // connect joins the rendezvous id names as rank of nranks and returns once
@@ -125,7 +126,7 @@ func (b *bootstrap) read() {
 	for {
 		kind, payload, err := readFrame(b.conn)
 		if err != nil {
-			if !b.leaving.Load() {
+			if !b.leaving.Load() && !b.hostLeft.Load() {
 				b.fail(errs.New(errs.ErrRemote, "rank %d lost its bootstrap connection (the rendezvous process exited?): %v", b.rank, err))
 			}
 			return
@@ -133,6 +134,8 @@ func (b *bootstrap) read() {
 		switch kind {
 		case frameGather:
 			b.gathers <- payload
+		case frameHostLeft:
+			b.hostLeft.Store(true)
 		case frameDropped:
 			who := -1
 			if len(payload) >= 4 {

@@ -119,6 +119,7 @@ func (c *Comm) init(id UniqueID) (err error) {
 	c.boot, c.dp, c.atomName = boot, dp, factory.name()
 	c.plans = newPlanner(topo)
 	drop := func(err error) {
+		config.Warnf("comm %#x rank %d: aborting its datapath: %v", c.handle, c.rank, err)
 		c.noteAsync(err)
 		dp.Abort()
 	}

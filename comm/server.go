@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -176,6 +177,7 @@ func (s *server) relay(sc *serverConn) {
 		case frameBye:
 			s.mu.Lock()
 			sc.left = true
+			s.announceHostLeftLocked()
 			s.mu.Unlock()
 			sc.conn.Close()
 			return
@@ -208,6 +210,24 @@ func (s *server) gather(rank int, v []byte) {
 	for _, c := range s.conns {
 		if !c.left {
 			c.send(frameGather, reply)
+		}
+	}
+}
+
+// announceHostLeftLocked tells the ranks still here, once every rank of the
+// server's own process has left, that the server may vanish with that
+// process: ranks of other processes then read a closed connection as the end
+// of the run, not as a dead peer. s.mu must be held.
+func (s *server) announceHostLeftLocked() {
+	pid := os.Getpid()
+	for _, c := range s.conns {
+		if c != nil && c.info.Pid == pid && !c.left {
+			return
+		}
+	}
+	for _, c := range s.conns {
+		if c != nil && !c.left && c.info.Pid != pid {
+			c.send(frameHostLeft, nil)
 		}
 	}
 }

@@ -21,6 +21,10 @@ const (
 	frameGather                  // rank -> server: my value; server -> rank: all values
 	frameBye                     // rank -> server: I leave on purpose
 	frameDropped                 // server -> rank: rank N left without a bye
+	// frameHostLeft (server -> rank): every rank living in the server's own
+	// process said bye, so that process may exit, and the server with it, at
+	// any time: a connection lost after this is the end of the run, not a death.
+	frameHostLeft
 )
 
 // maxFrame bounds a frame, so a garbage length cannot make us allocate a lot.
