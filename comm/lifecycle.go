@@ -100,14 +100,13 @@ func (c *Comm) syncDatapath() error {
 }
 
 // Synchronize waits until all work launched on c (any stream) finished,
-// and returns the first error of that work.
+// and returns c's first error: the communicator's own (a dropped peer, whose
+// abort is what made the work fail) before that of the work.
 func (c *Comm) Synchronize() error {
 	if err := c.usable("CommSynchronize"); err != nil {
 		return err
 	}
-	if err := c.syncDatapath(); err != nil {
-		return err
-	}
+	c.syncDatapath() // its error is the datapath's AsyncError, reported below
 	return c.AsyncError()
 }
 

@@ -123,6 +123,7 @@ func TestDeadPeerAbortsWaits(t *testing.T) {
 	err := comms[0].Synchronize()
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.ErrorIs(t, err, errs.ErrRemote, "Synchronize names the cause, not only the datapath's abort")
 	assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrRemote)
 	assert.Contains(t, comms[0].LastError()+comms[0].AsyncError().Error(), "rank 1")
 }
