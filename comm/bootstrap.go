@@ -21,6 +21,7 @@ import (
 // aborts the rank's datapath then, so waits end before the timeout).
 type bootstrap struct {
 	rank, nranks int
+	magic        uint64     // the rendezvous's; finds it in localServers when this process hosts it
 	peers        []PeerInfo // immutable after connect
 	timeout      time.Duration
 	conn         net.Conn
@@ -62,7 +63,7 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	}
 	host, _ := os.Hostname()
 	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host, Magic: magic}
-	b := &bootstrap{rank: rank, nranks: nranks, timeout: timeout, conn: conn, mail: mail,
+	b := &bootstrap{rank: rank, nranks: nranks, magic: magic, timeout: timeout, conn: conn, mail: mail,
 		gathers: make(chan []byte, 1), done: make(chan struct{})}
 	helloDone := make(chan struct{})
 	go func() {
@@ -263,6 +264,9 @@ func (b *bootstrap) abort() { b.aborted.Store(true) }
 func (b *bootstrap) close(bye bool) {
 	b.leaving.Store(true)
 	if bye {
+		if s, ok := localServers.Load(b.magic); ok { // our process hosts the rendezvous
+			s.(*server).leaveLocal(b.rank)
+		}
 		b.wmu.Lock()
 		b.conn.SetWriteDeadline(time.Now().Add(time.Second))
 		writeFrame(b.conn, frameBye, nil)

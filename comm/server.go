@@ -43,9 +43,28 @@ type serverConn struct {
 	ready bool // hello accepted; guarded by server.mu
 }
 
+// localServers holds the rendezvous servers this process started, by magic,
+// so a rank living in the same process can leave synchronously (leaveLocal).
+var localServers sync.Map
+
 func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
 	s := &server{ln: ln, magic: magic, timeout: timeout}
+	localServers.Store(magic, s)
 	go s.accept()
+}
+
+// leaveLocal records the bye of a rank living in the server's own process
+// before that rank's bye frame is even read: once its caller returns, the
+// process may exit at once, taking this server and its relay goroutines
+// along, so the other ranks must hear frameHostLeft now.
+func (s *server) leaveLocal(rank int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rank < 0 || rank >= len(s.conns) || s.conns[rank] == nil {
+		return
+	}
+	s.conns[rank].left = true
+	s.announceHostLeftLocked()
 }
 
 func (s *server) accept() {
