@@ -37,5 +37,6 @@ lib-cuda: kernels
 gpu-tests: kernels
 	@mkdir -p $(BUILD)/gpu/lib
 	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -o $(BUILD)/gpu/cuda.test ./atom/cuda
+	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -o $(BUILD)/gpu/comm.test ./comm
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags cudakernels -ldflags="$(LDFLAGS)" -o $(BUILD)/gpu/lib/libpurlin.so ./capi
 	@rm -f $(BUILD)/gpu/lib/libpurlin.h

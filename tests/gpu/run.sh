@@ -113,6 +113,12 @@ if (( t > 20 )) && [[ -x $gpu/cuda.test ]]; then
   verdict gotests $? "($(grep -c -- '--- PASS' "$out/go-tests.log") passed, $(grep -c -- '--- FAIL' "$out/go-tests.log") failed, $(grep -c -- '--- SKIP' "$out/go-tests.log") skipped)"
   grep -E -- "--- FAIL|^panic|SPEED" "$out/go-tests.log" | head -12 | tee -a "$summary"
 else note "SKIP gotests (no time or no binary)"; fi
+# comm's GPU tests (windows across processes on the CUDA Atom), appended to the same log
+t=$(left 90)
+if (( t > 20 )) && [[ -x $gpu/comm.test ]]; then
+  (cd "$root/comm" && timeout "$t" "$gpu/comm.test" -test.v -test.count=1 -test.run 'CUDA' -test.timeout "$(( t - 5 ))s") >>"$out/go-tests.log" 2>&1
+  verdict gotests-comm $? "($(grep -c -- '--- PASS: TestCUDA' "$out/go-tests.log") passed)"
+else note "SKIP gotests-comm (no time or no binary)"; fi
 
 # ---------- summary ----------
 {
