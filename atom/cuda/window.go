@@ -152,7 +152,7 @@ func (r *Rank) mapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindo
 			err = w.reach(q, q == ex.Rank(), samePID, fds[q], m, r.device)
 		}
 	}
-	if err = agree(ex, err); err != nil {
+	if err = atom.Agree(ex, "cuda window", err); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -186,24 +186,3 @@ func (w *UserWindow) reach(q int, self, samePID bool, fd int, rec []byte, device
 	return nil
 }
 
-// agree tells every rank whether this one succeeded and returns mine, or
-// the first other rank's failure: a step that fails on one rank fails on all.
-func agree(ex atom.Exchange, mine error) error {
-	var text []byte
-	if mine != nil {
-		text = []byte(strings.TrimPrefix(mine.Error(), "purlin: "))
-	}
-	all, err := ex.AllGather(text)
-	if mine != nil {
-		return mine
-	}
-	if err != nil {
-		return fmt.Errorf("cuda window rank %d: agreeing on the outcome: %w", ex.Rank(), err)
-	}
-	for q, t := range all {
-		if len(t) > 0 {
-			return errs.New(errs.ErrInvalidUsage, "cuda window: rank %d failed: %s", q, t)
-		}
-	}
-	return nil
-}

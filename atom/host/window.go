@@ -109,7 +109,7 @@ func MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) 
 		}
 		unix.Close(fds[q])
 	}
-	if err = agree(ex, err); err != nil {
+	if err = atom.Agree(ex, "host window", err); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -138,24 +138,3 @@ func (w *UserWindow) mapPeer(q, fd int, rec []byte) error {
 	return nil
 }
 
-// agree tells every rank whether this one succeeded and returns mine, or
-// the first other rank's failure: a step that fails on one rank fails on all.
-func agree(ex atom.Exchange, mine error) error {
-	var text []byte
-	if mine != nil {
-		text = []byte(strings.TrimPrefix(mine.Error(), "purlin: "))
-	}
-	all, err := ex.AllGather(text)
-	if mine != nil {
-		return mine
-	}
-	if err != nil {
-		return fmt.Errorf("host window rank %d: agreeing on the outcome: %w", ex.Rank(), err)
-	}
-	for q, t := range all {
-		if len(t) > 0 {
-			return errs.New(errs.ErrInvalidUsage, "host window: rank %d failed: %s", q, t)
-		}
-	}
-	return nil
-}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"purlin/atom"
 	"purlin/atom/atomtest"
 	"purlin/errs"
 )
@@ -97,7 +98,7 @@ func TestAgreeNamesTheFailingRank(t *testing.T) {
 			if r == 1 {
 				mine = errs.New(errs.ErrSystem, "rank 1 broke")
 			}
-			errList[r] = agree(exs[r], mine)
+			errList[r] = atom.Agree(exs[r], "host window", mine)
 		})
 	}
 	wg.Wait()
