@@ -185,4 +185,3 @@ func (w *UserWindow) reach(q int, self, samePID bool, fd int, rec []byte, device
 	w.peers[q] = uintptr(m.ptr) + uintptr(ptr-base)
 	return nil
 }
-

@@ -137,4 +137,3 @@ func (w *UserWindow) mapPeer(q, fd int, rec []byte) error {
 	w.peers[q] = uintptr(unsafe.Pointer(unsafe.SliceData(mem))) + uintptr(offset)
 	return nil
 }
-
