@@ -16,7 +16,9 @@ failed_suites=0
 note() { summary+=("$1"); echo "$1"; }
 
 suite_go_vet() {
-  if go vet ./...; then note "go-vet: 1 passed, 0 failed"; else note "go-vet: 0 passed, 1 failed"; return 1; fi
+  local unformatted; unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './build/*'))
+  [ -z "$unformatted" ] || echo "gofmt: not formatted: $unformatted"
+  if go vet ./... && [ -z "$unformatted" ]; then note "go-vet: 1 passed, 0 failed"; else note "go-vet: 0 passed, 1 failed"; return 1; fi
 }
 
 suite_go_test() {
