@@ -1,11 +1,9 @@
 package comm
 
 import (
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -20,7 +18,6 @@ import (
 // Ranks in separate processes: this test binary re-runs itself as workers
 // (PURLIN_COMM_TEST_WORKER=rank), which join the parent's rendezvous, so the
 // host Atom's shared memory and the mailboxes' fd passing cross processes.
-const workerEnv = "PURLIN_COMM_TEST_WORKER"
 
 const mpCount = 3000
 
@@ -53,20 +50,11 @@ func mpAllReduce(c *Comm) error {
 }
 
 func TestMultiProcessWorker(t *testing.T) {
-	rankText := os.Getenv(workerEnv)
-	if rankText == "" {
-		t.Skip("run by TestMultiProcess")
-	}
-	rank, _ := strconv.Atoi(rankText)
-	n, _ := strconv.Atoi(os.Getenv(workerEnv + "_N"))
-	raw, err := hex.DecodeString(os.Getenv(workerEnv + "_ID"))
-	require.NoError(t, err)
-	var id UniqueID
-	copy(id[:], raw)
+	rank, n, id := workerRank(t)
 	c, err := InitRank(n, id, rank, testConfig(), rank)
 	require.NoError(t, err)
 	require.NoError(t, mpAllReduce(c))
-	if os.Getenv(workerEnv+"_DIE") != "" {
+	if os.Getenv(workerDieEnv) != "" {
 		// Join a second call, then die without a word mid-collective.
 		os.Exit(3)
 	}
@@ -74,23 +62,14 @@ func TestMultiProcessWorker(t *testing.T) {
 }
 
 func startWorkers(t *testing.T, id UniqueID, n int, die bool) []*exec.Cmd {
-	var cmds []*exec.Cmd
-	for r := 1; r < n; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestMultiProcessWorker$", "-test.count=1")
-		cmd.Env = append(os.Environ(), workerEnv+"="+strconv.Itoa(r), workerEnv+"_N="+strconv.Itoa(n),
-			workerEnv+"_ID="+hex.EncodeToString(id[:]))
-		if die {
-			cmd.Env = append(cmd.Env, workerEnv+"_DIE=1")
-		}
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		require.NoError(t, cmd.Start())
-		cmds = append(cmds, cmd)
+	if die {
+		return spawnRanks(t, "TestMultiProcessWorker", id, 1, n, workerDieEnv+"=1")
 	}
-	return cmds
+	return spawnRanks(t, "TestMultiProcessWorker", id, 1, n)
 }
 
 func TestMultiProcess(t *testing.T) {
-	if os.Getenv(workerEnv) != "" {
+	if isWorker() {
 		t.Skip("worker")
 	}
 	const n = 3
@@ -109,7 +88,7 @@ func TestMultiProcess(t *testing.T) {
 // A rank process that exits mid-collective becomes an error on the others
 // long before the timeout.
 func TestMultiProcessDeadPeer(t *testing.T) {
-	if os.Getenv(workerEnv) != "" {
+	if isWorker() {
 		t.Skip("worker")
 	}
 	const n = 2

@@ -2,11 +2,7 @@ package comm
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +16,6 @@ import (
 // PURLIN_ATOM=cuda, each registering an ncclMemAlloc buffer of its GPU, so
 // the CUDA Atom exports, passes and imports the cuMem allocations. It
 // skips without CUDA kernels or 2 GPUs.
-const cudaWindowWorkerEnv = "PURLIN_COMM_CUDA_WINDOW_WORKER"
 
 const cudaWindowSize = 1 << 20
 
@@ -88,23 +83,15 @@ func cudaWindowRounds(c *Comm) error {
 }
 
 func TestCUDAWindowMultiProcessWorker(t *testing.T) {
-	rankText := os.Getenv(cudaWindowWorkerEnv)
-	if rankText == "" {
-		t.Skip("run by TestCUDAWindowMultiProcess")
-	}
-	rank, _ := strconv.Atoi(rankText)
-	raw, err := hex.DecodeString(os.Getenv(cudaWindowWorkerEnv + "_ID"))
-	require.NoError(t, err)
-	var id UniqueID
-	copy(id[:], raw)
-	c, err := InitRank(2, id, rank, testConfig(), rank)
+	rank, n, id := workerRank(t)
+	c, err := InitRank(n, id, rank, testConfig(), rank)
 	require.NoError(t, err)
 	require.NoError(t, cudaWindowRounds(c))
 	require.NoError(t, c.Destroy())
 }
 
 func TestCUDAWindowMultiProcess(t *testing.T) {
-	if os.Getenv(cudaWindowWorkerEnv) != "" || os.Getenv(workerEnv) != "" || os.Getenv(windowWorkerEnv) != "" {
+	if isWorker() {
 		t.Skip("worker")
 	}
 	if err := cuda.Available(); err != nil {
@@ -115,15 +102,7 @@ func TestCUDAWindowMultiProcess(t *testing.T) {
 	}
 	id, err := GetUniqueID()
 	require.NoError(t, err)
-	var cmds []*exec.Cmd
-	for r := range 2 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCUDAWindowMultiProcessWorker$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "PURLIN_ATOM=cuda", cudaWindowWorkerEnv+"="+strconv.Itoa(r),
-			cudaWindowWorkerEnv+"_ID="+hex.EncodeToString(id[:]))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		require.NoError(t, cmd.Start())
-		cmds = append(cmds, cmd)
-	}
+	cmds := spawnRanks(t, "TestCUDAWindowMultiProcessWorker", id, 0, 2, "PURLIN_ATOM=cuda")
 	for _, cmd := range cmds {
 		assert.NoError(t, cmd.Wait())
 	}

@@ -2,11 +2,7 @@ package comm
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"unsafe"
 
@@ -20,7 +16,6 @@ import (
 // Windows across processes: this test binary re-runs itself as workers
 // (PURLIN_COMM_WINDOW_WORKER=rank) that join the parent's rendezvous, so
 // the host Atom maps the other processes' purlinMemAlloc (memfd) buffers.
-const windowWorkerEnv = "PURLIN_COMM_WINDOW_WORKER"
 
 const mpWindowSize = 2 * 4096
 
@@ -87,16 +82,7 @@ func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b
 func isCode(err error, want *errs.Error) bool { return errs.CodeOf(err) == want.Code }
 
 func TestWindowMultiProcessWorker(t *testing.T) {
-	rankText := os.Getenv(windowWorkerEnv)
-	if rankText == "" {
-		t.Skip("run by TestWindowMultiProcess")
-	}
-	rank, _ := strconv.Atoi(rankText)
-	n, _ := strconv.Atoi(os.Getenv(windowWorkerEnv + "_N"))
-	raw, err := hex.DecodeString(os.Getenv(windowWorkerEnv + "_ID"))
-	require.NoError(t, err)
-	var id UniqueID
-	copy(id[:], raw)
+	rank, n, id := workerRank(t)
 	c, err := InitRank(n, id, rank, testConfig(), rank)
 	require.NoError(t, err)
 	require.NoError(t, windowRounds(c))
@@ -104,21 +90,13 @@ func TestWindowMultiProcessWorker(t *testing.T) {
 }
 
 func TestWindowMultiProcess(t *testing.T) {
-	if os.Getenv(windowWorkerEnv) != "" || os.Getenv(workerEnv) != "" {
+	if isWorker() {
 		t.Skip("worker")
 	}
 	const n = 3
 	id, err := GetUniqueID()
 	require.NoError(t, err)
-	var cmds []*exec.Cmd
-	for r := 1; r < n; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWindowMultiProcessWorker$", "-test.count=1")
-		cmd.Env = append(os.Environ(), windowWorkerEnv+"="+strconv.Itoa(r), windowWorkerEnv+"_N="+strconv.Itoa(n),
-			windowWorkerEnv+"_ID="+hex.EncodeToString(id[:]))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		require.NoError(t, cmd.Start())
-		cmds = append(cmds, cmd)
-	}
+	cmds := spawnRanks(t, "TestWindowMultiProcessWorker", id, 1, n)
 	c, err := InitRank(n, id, 0, testConfig(), 0)
 	require.NoError(t, err)
 	assert.NoError(t, windowRounds(c))
