@@ -83,11 +83,7 @@ func cudaWindowRounds(c *Comm) error {
 }
 
 func TestCUDAWindowMultiProcessWorker(t *testing.T) {
-	rank, n, id := workerRank(t)
-	c, err := InitRank(n, id, rank, testConfig(), rank)
-	require.NoError(t, err)
-	require.NoError(t, cudaWindowRounds(c))
-	require.NoError(t, c.Destroy())
+	runWorker(t, cudaWindowRounds)
 }
 
 func TestCUDAWindowMultiProcess(t *testing.T) {

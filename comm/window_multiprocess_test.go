@@ -82,11 +82,7 @@ func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b
 func isCode(err error, want *errs.Error) bool { return errs.CodeOf(err) == want.Code }
 
 func TestWindowMultiProcessWorker(t *testing.T) {
-	rank, n, id := workerRank(t)
-	c, err := InitRank(n, id, rank, testConfig(), rank)
-	require.NoError(t, err)
-	require.NoError(t, windowRounds(c))
-	require.NoError(t, c.Destroy())
+	runWorker(t, windowRounds)
 }
 
 func TestWindowMultiProcess(t *testing.T) {

@@ -140,12 +140,7 @@ func TestWindowInGroup(t *testing.T) {
 	require.NoError(t, err)
 	comms := make([]*Comm, n)
 	wins := make([]uintptr, n)
-	bufs := make([]uintptr, n)
-	for r := range n {
-		b := newBuffer(t, size)
-		fillRank(b.bytes(), r)
-		bufs[r] = b.addr()
-	}
+	bufs := rankBuffers(t, n, size)
 	onThread(func() {
 		require.NoError(t, GroupStart())
 		for r := range n {
@@ -325,12 +320,7 @@ func TestWindowGroupOrder(t *testing.T) {
 	const n, size = 2, 4096
 	comms := startComms(t, n, testConfig())
 	first, second := make([]uintptr, n), make([]uintptr, n)
-	bufs := make([]uintptr, n)
-	for r := range n {
-		b := newBuffer(t, size)
-		fillRank(b.bytes(), r)
-		bufs[r] = b.addr()
-	}
+	bufs := rankBuffers(t, n, size)
 	onThread(func() {
 		require.NoError(t, GroupStart())
 		for r := range n {
@@ -361,4 +351,16 @@ func TestWindowAbortReleases(t *testing.T) {
 		require.NoError(t, c.Abort())
 	}
 	assert.Zero(t, liveWindows(comms))
+}
+
+// rankBuffers allocates one buffer of size bytes per rank with MemAlloc (page-aligned, as windows need),
+// filled with that rank's pattern, and returns their addresses.
+func rankBuffers(t *testing.T, n, size int) []uintptr {
+	bufs := make([]uintptr, n)
+	for r := range n {
+		b := newBuffer(t, size)
+		fillRank(b.bytes(), r)
+		bufs[r] = b.addr()
+	}
+	return bufs
 }

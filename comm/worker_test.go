@@ -53,3 +53,12 @@ func workerRank(t *testing.T) (rank, n int, id UniqueID) {
 	copy(id[:], raw)
 	return rank, n, id
 }
+
+// runWorker joins this worker's rank, runs rounds on it, and destroys it.
+func runWorker(t *testing.T, rounds func(*Comm) error) {
+	rank, n, id := workerRank(t)
+	c, err := InitRank(n, id, rank, testConfig(), rank)
+	require.NoError(t, err)
+	require.NoError(t, rounds(c))
+	require.NoError(t, c.Destroy())
+}
