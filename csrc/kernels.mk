@@ -33,10 +33,12 @@ lib-cuda: kernels
 
 # gpu-tests: what tests/gpu/run.sh needs on the GPU machine (it has no Go):
 # build/gpu/cuda.test and build/gpu/lib/libpurlin.so (kernels embedded; its own
-# copy, so a plain `make lib` cannot replace it with a kernel-less build).
+# copy, so a plain `make lib` cannot replace it with a kernel-less build), and
+# build/gpu/COMMIT, the commit they were built from (the suite's JSON names it).
 gpu-tests: kernels
 	@mkdir -p $(BUILD)/gpu/lib
 	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -o $(BUILD)/gpu/cuda.test ./atom/cuda
 	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -o $(BUILD)/gpu/comm.test ./comm
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags cudakernels -ldflags="$(LDFLAGS)" -o $(BUILD)/gpu/lib/libpurlin.so ./capi
 	@rm -f $(BUILD)/gpu/lib/libpurlin.h
+	@git describe --always --dirty >$(BUILD)/gpu/COMMIT 2>/dev/null || echo unknown >$(BUILD)/gpu/COMMIT

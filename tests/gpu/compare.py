@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
 """compare.py: side-by-side tables of purlin-perf outputs, Purlin vs NCCL.
 
-Usage: compare.py PURLIN.txt NCCL.txt
+Usage: compare.py PURLIN.txt NCCL.txt [--json OUT.json --commit C --gpus N --nccl-version V]
 Each file holds several purlin-perf runs, each preceded by a line
-'## RUN mode=<eager|graph> ...' (tests/gpu/run.sh writes it). For every mode
-and collective it prints: size, out-of-place time (us) and busbw (GB/s) of
-each library and the ratio Purlin time / NCCL time (> 1: Purlin slower),
-then the #wrong totals and failed runs per library and mode. Only numbers
-read from the files are printed.
+'## RUN mode=<eager|graph> ... args: <purlin-perf arguments>' (tests/gpu/run.sh
+writes it). For every mode, process layout and collective it prints: size,
+out-of-place time (us) and busbw (GB/s) of each library and the ratio Purlin
+time / NCCL time (> 1: Purlin slower), then the #wrong totals and failed runs
+per library and mode. Only numbers read from the files are printed.
+
+With --json it also writes one row per (mode, processes, collective, type,
+size) measured on both libraries, in the form docs/perf/2xh200.json keeps:
+{"date", "commit", "gpus", "nccl_version", "rows": [{"coll", "mode", "procs",
+"dtype", "bytes", "purlin_us", "nccl_us", "purlin_busbw", "nccl_busbw",
+"purlin_wrong", "nccl_wrong", "blocks", "registered"}]}. "blocks" is null
+where the run did not report it.
 """
+import argparse
+import datetime
+import json
 import re
-import sys
 
 
 def parse(path):
     rows, wrong, runs = {}, {}, {}
-    mode, coll = "?", "?"
+    mode, coll, procs = "?", "?", 1
     try:
         lines = open(path, errors="replace").read().splitlines()
     except OSError:
@@ -24,6 +33,7 @@ def parse(path):
         m = re.match(r"## RUN mode=(\S+)", line)
         if m:
             mode = m.group(1)
+            procs = run_procs(line)
             continue
         m = re.match(r"## EXIT (\S+) status=(\d+)", line)
         if m:
@@ -39,26 +49,54 @@ def parse(path):
         if len(f) < 9 or not f[0].isdigit():
             continue
         try:
-            size, t, bus, w = int(f[0]), float(f[5]), float(f[7]), f[8]
+            size, dtype, t, bus, w = int(f[0]), f[2], float(f[5]), float(f[7]), f[8]
         except ValueError:
             continue
-        rows[(mode, coll, size)] = (t, bus)
         n = sum(int(x) for x in (w, f[12] if len(f) > 12 else "0") if x.isdigit())
+        rows[(mode, procs, coll, dtype, size)] = (t, bus, n)
         wrong[mode] = wrong.get(mode, 0) + n
     return rows, wrong, runs
 
 
+def run_procs(header):
+    """The processes of a run: its -g rank count under -m 1, else one."""
+    args = header.split("args:", 1)[1].split() if "args:" in header else []
+    opt = dict(zip(args, args[1:]))
+    return int(opt.get("-g", 1)) if opt.get("-m") == "1" else 1
+
+
+def json_rows(purlin, nccl):
+    """One row per size both libraries measured, in the form of docs/perf/2xh200.json."""
+    rows = []
+    for key in sorted(set(purlin) & set(nccl), key=lambda k: (k[0], k[1], k[2], k[3], k[4])):
+        mode, procs, coll, dtype, size = key
+        p, n = purlin[key], nccl[key]
+        rows.append({"coll": coll, "mode": mode, "procs": procs, "dtype": dtype, "bytes": size,
+                     "purlin_us": p[0], "nccl_us": n[0], "purlin_busbw": p[1], "nccl_busbw": n[1],
+                     "purlin_wrong": p[2], "nccl_wrong": n[2], "blocks": None, "registered": False})
+    return rows
+
+
 def main():
-    purlin, nccl = parse(sys.argv[1]), parse(sys.argv[2])
-    keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager", k[1], k[2]))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("purlin")
+    ap.add_argument("nccl")
+    ap.add_argument("--json", help="write the rows measured on both libraries here")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--gpus", type=int, default=0)
+    ap.add_argument("--nccl-version", default="unknown")
+    a = ap.parse_args()
+    purlin, nccl = parse(a.purlin), parse(a.nccl)
+    keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager", k[1], k[2], k[3], k[4]))
     last = None
-    for mode, coll, size in keys:
-        if (mode, coll) != last:
-            last = (mode, coll)
-            print(f"\n### {coll}, {mode} (float sum, 2 ranks, out of place)")
+    for key in keys:
+        mode, procs, coll, dtype, size = key
+        if key[:4] != last:
+            last = key[:4]
+            print(f"\n### {coll}, {mode}, {procs} process{'es' if procs > 1 else ''} ({dtype} sum, out of place)")
             print("| size (B) | Purlin us | NCCL us | Purlin busbw | NCCL busbw | time ratio P/N |")
             print("|---:|---:|---:|---:|---:|---:|")
-        p, n = purlin[0].get((mode, coll, size)), nccl[0].get((mode, coll, size))
+        p, n = purlin[0].get(key), nccl[0].get(key)
         fmt = lambda v, i: f"{v[i]:.2f}" if v else "-"
         ratio = f"{p[0] / n[0]:.2f}" if p and n and n[0] > 0 else "-"
         print(f"| {size} | {fmt(p, 0)} | {fmt(n, 0)} | {fmt(p, 1)} | {fmt(n, 1)} | {ratio} |")
@@ -68,6 +106,13 @@ def main():
             bad = [c for c, s in runs.get(mode, []) if s != 0]
             print(f"{name} {mode}: #wrong total {wrong.get(mode, 0)}, runs {len(runs.get(mode, []))}, "
                   f"failed runs {len(bad)}{': ' + ' '.join(bad) if bad else ''}")
+    if a.json:
+        doc = {"date": datetime.date.today().isoformat(), "commit": a.commit, "gpus": a.gpus,
+               "nccl_version": a.nccl_version, "rows": json_rows(purlin[0], nccl[0])}
+        rows = doc.pop("rows")
+        head = json.dumps(doc)[:-1]
+        with open(a.json, "w") as f:  # one row a line, so that a new run's diff reads row by row
+            f.write(head + ', "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
 # Everything lands in $OUT (or build/gpu/logs), at most 8 files, one level:
 # env.log e2e.log perf-purlin.txt perf-nccl.txt perf-mproc.txt memcheck.log
-# go-tests.log summary.txt. GPU_BUDGET_S (default 560) bounds the whole run:
+# go-tests.log summary.txt, and perf.json (the side-by-side rows in the form of
+# docs/perf/2xh200.json: copy it there to record a run). GPU_BUDGET_S (default 560) bounds the whole run:
 # a part that would start past it is skipped. NVLink multicast stays off.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
 set -uo pipefail
@@ -123,7 +124,9 @@ else note "SKIP gotests-comm (no time or no binary)"; fi
 # ---------- summary ----------
 {
   echo; echo "## Purlin vs NCCL (tests/gpu/compare.py)"
-  python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt"
+  python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
+    --commit "$(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)" --gpus "$NGPUS" \
+    --nccl-version "$(grep -m1 -o 'NCCL API version [0-9]*' "$out/perf-nccl.txt" | grep -o '[0-9]*$')"
 } >>"$summary" 2>&1
 grep -E "^(PASS|FAIL|SKIP)|#wrong total" "$summary"
 echo "gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
