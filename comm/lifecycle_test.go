@@ -180,6 +180,34 @@ func TestMismatchedCallsAreErrors(t *testing.T) {
 	}
 }
 
+// Ranks that name different roots fail on every rank with a mismatch, at
+// once: every rooted collective, in the packet, staged and ring regimes of
+// testConfig, at 2 and 4 ranks, each rank naming itself.
+func TestRootDisagreementFailsEveryRank(t *testing.T) {
+	for _, coll := range []spec.Collective{spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter} {
+		for _, n := range []int{2, 4} {
+			for _, count := range []uint64{100, 3000, 40000} {
+				cfg := testConfig()
+				cfg.Timeout = 5 * time.Second
+				comms := startComms(t, n, cfg)
+				start := time.Now()
+				for r, c := range comms {
+					call := spec.Call{Coll: coll, Count: count, Type: spec.Float32, Root: r, Rank: r, NRanks: n}
+					in, out := call.Extents()
+					call.Send, call.Recv = newBuffer(t, int(in)).addr(), newBuffer(t, int(out)).addr()
+					require.NoError(t, c.Collective(&call, 0))
+				}
+				for r, err := range onEveryRank(n, func(r int) error { return comms[r].Synchronize() }) {
+					require.ErrorIs(t, err, errs.ErrMismatch, "%s of %d at %d ranks: rank %d", coll, count, n, r)
+					assert.Contains(t, err.Error(), "disagree")
+				}
+				assert.Less(t, time.Since(start), cfg.Timeout, "%s of %d at %d ranks: the mismatch must not wait for the timeout", coll, count, n)
+				destroyAll(comms)
+			}
+		}
+	}
+}
+
 func TestPreMulSum(t *testing.T) {
 	comms := startComms(t, 2, testConfig())
 	scalar := float32(0.5)

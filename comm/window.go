@@ -16,7 +16,8 @@ import (
 // asks the Atom to make every rank's buffer addressable here (window_atoms.go).
 // The result is an opaque handle from a registry (never a Go pointer); a
 // stale or foreign handle is an error, never a crash. The mappings live
-// until WindowDeregister (also collective) or the communicator's Destroy.
+// until WindowDeregister or the communicator's Destroy, both local: each
+// rank unmaps its own view without waiting for the others, as in NCCL.
 //
 // Nothing in the datapath uses windows yet: collectives still stage
 // through the Atom's symmetric memory. A later zero-copy path will read
@@ -25,7 +26,8 @@ import (
 // Groups: inside a group (of the calling OS thread), WindowRegister
 // returns the handle at once and the registration runs at the outermost
 // GroupEnd, like a deferred init (the communicator may itself be initialised
-// in the same group); WindowDeregister is deferred likewise. A
+// in the same group); WindowDeregister is deferred likewise, so it follows
+// a registration of the same group. A
 // communicator's window operations of one group run in the order issued.
 // A failed deferred registration makes GroupEnd fail and its handle dead.
 // Do not issue a Split or Shrink of the same communicator in the same group
@@ -134,9 +136,9 @@ func (c *Comm) WindowRegister(buff uintptr, size uint64, flags int) (uintptr, er
 	return w.handle, nil
 }
 
-// WindowDeregister releases window h on every rank of c. It is collective:
-// each rank checks that all deregister the same window, then unmaps its
-// view of the peers' buffers. The handle is dead afterwards.
+// WindowDeregister releases window h on this rank: it unmaps this rank's
+// view of the peers' buffers, without waiting for them (every rank
+// deregisters its own handle, as in NCCL). The handle is dead afterwards.
 func (c *Comm) WindowDeregister(h uintptr) error {
 	w, err := c.lookupWindow("CommWindowDeregister", h)
 	if err != nil {

@@ -37,11 +37,9 @@ func cudaWindowRounds(c *Comm) error {
 	if err != nil {
 		return err
 	}
-	windows.Lock()
-	view, _ := windows.m[h].view.(*cuda.UserWindow)
-	windows.Unlock()
-	if view == nil {
-		return fmt.Errorf("rank %d: window %#x has no CUDA view", r, h)
+	view, err := cudaView(c, h)
+	if err != nil {
+		return err
 	}
 	barrier := func() error { _, err := c.boot.AllGather(nil); return err }
 	steps := []func() error{
@@ -73,6 +71,7 @@ func cudaWindowRounds(c *Comm) error {
 			return nil
 		},
 		func() error { return c.WindowDeregister(h) },
+		func() error { return cudaOwnerFreesFirst(c, dp) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -80,6 +79,69 @@ func cudaWindowRounds(c *Comm) error {
 		}
 	}
 	return nil
+}
+
+// cudaView is the CUDA Atom's view of c's window h.
+func cudaView(c *Comm, h uintptr) (*cuda.UserWindow, error) {
+	windows.Lock()
+	view, _ := windows.m[h].view.(*cuda.UserWindow)
+	windows.Unlock()
+	if view == nil {
+		return nil, fmt.Errorf("rank %d: window %#x has no CUDA view", c.Rank(), h)
+	}
+	return view, nil
+}
+
+// cudaOwnerFreesFirst: deregistration waits for no peer, and is safe so.
+// Rank 0 deregisters and frees its buffer (ncclMemFree) before anyone else
+// deregisters; the others still read its data through their imports, which
+// hold the allocation.
+func cudaOwnerFreesFirst(c *Comm, dp *cuda.Rank) error {
+	n, r := c.Count(), c.Rank()
+	p, err := dp.MemAlloc(cudaWindowSize)
+	if err != nil {
+		return err
+	}
+	h, err := c.WindowRegister(p, cudaWindowSize, WindowCollSymmetric)
+	if err != nil {
+		cuda.MemFree(p)
+		return err
+	}
+	view, err := cudaView(c, h)
+	if err != nil {
+		return err
+	}
+	if err := view.Write(r, 0, rankPattern(cudaWindowSize, 200+r)); err != nil {
+		return err
+	}
+	if _, err := c.boot.AllGather(nil); err != nil { // everyone has written
+		return err
+	}
+	if r == 0 {
+		if err := c.WindowDeregister(h); err != nil {
+			return err
+		}
+		if err := cuda.MemFree(p); err != nil {
+			return err
+		}
+	}
+	if _, err := c.boot.AllGather(nil); err != nil { // rank 0 has freed
+		return err
+	}
+	if r == 0 {
+		return nil
+	}
+	defer cuda.MemFree(p)
+	got := make([]byte, cudaWindowSize)
+	for q := range n {
+		if err := view.Read(q, 0, got); err != nil {
+			return err
+		}
+		if !bytes.Equal(got, rankPattern(cudaWindowSize, 200+q)) {
+			return fmt.Errorf("rank %d: rank %d's buffer through the window differs after rank 0 freed its own", r, q)
+		}
+	}
+	return c.WindowDeregister(h)
 }
 
 func TestCUDAWindowMultiProcessWorker(t *testing.T) {

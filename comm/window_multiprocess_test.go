@@ -21,7 +21,7 @@ const mpWindowSize = 2 * 4096
 
 // windowRounds is what every rank process does: register a MemAlloc
 // buffer, read every peer's data through the window, write into the next
-// rank's buffer, deregister (collective, so every write is done), check
+// rank's buffer, wait until every rank has written, deregister, check
 // what the previous rank wrote; then try a buffer that is not shareable
 // across processes, which every rank must refuse.
 func windowRounds(c *Comm) error {
@@ -50,11 +50,17 @@ func windowRounds(c *Comm) error {
 		return err
 	}
 	copy(bytesAtAddr(peers[(r+1)%n], mpWindowSize), rankPattern(mpWindowSize, 100+r))
+	if _, err := c.boot.AllGather(nil); err != nil { // everyone has written
+		return err
+	}
 	if err := c.WindowDeregister(win); err != nil {
 		return err
 	}
 	if prev := (r + n - 1) % n; !bytes.Equal(mine, rankPattern(mpWindowSize, 100+prev)) {
 		return fmt.Errorf("rank %d: rank %d's write through its window is missing", r, prev)
+	}
+	if err := ownerFreesFirst(c); err != nil {
+		return err
 	}
 	// Anonymous memory has no descriptor to pass: every rank refuses.
 	anon, err := unix.Mmap(-1, 0, mpWindowSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -75,6 +81,48 @@ func windowRounds(c *Comm) error {
 		return fmt.Errorf("rank %d: refusal is not an invalid argument: %v", r, err)
 	}
 	return nil
+}
+
+// ownerFreesFirst: deregistration waits for no peer, and is safe so. Rank 0
+// deregisters and frees its buffer before anyone else deregisters; the
+// others still read its data through their views, which hold the memory.
+func ownerFreesFirst(c *Comm) error {
+	n, r := c.Count(), c.Rank()
+	p, err := MemAlloc(mpWindowSize)
+	if err != nil {
+		return err
+	}
+	fillRank(bytesAtAddr(uintptr(p), mpWindowSize), 200+r)
+	win, err := c.WindowRegister(uintptr(p), mpWindowSize, WindowCollSymmetric)
+	if err != nil {
+		MemFree(p)
+		return err
+	}
+	peers, err := c.WindowPeers(win)
+	if err != nil {
+		return err
+	}
+	if r == 0 {
+		if err := c.WindowDeregister(win); err != nil {
+			return err
+		}
+		if err := MemFree(p); err != nil {
+			return err
+		}
+	}
+	if _, err := c.boot.AllGather(nil); err != nil { // rank 0 has freed
+		return err
+	}
+	if r == 0 {
+		return nil
+	}
+	defer MemFree(p)
+	for q := range n {
+		if !bytes.Equal(bytesAtAddr(peers[q], mpWindowSize), rankPattern(mpWindowSize, 200+q)) {
+			return fmt.Errorf("rank %d: rank %d's buffer through the window differs after rank 0 freed its own", r, q)
+		}
+	}
+	return c.WindowDeregister(win)
 }
 
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

@@ -8,20 +8,20 @@ import (
 	"purlin/errs"
 )
 
-// What a rank tells the others at each window step, so a rank that is at a
-// different step, window or size is named in the error on every rank:
+// What a rank tells the others when it registers a window, so a rank that
+// is at another bootstrap step, window or size is named in the error on
+// every rank (deregistration is local: it tells nobody):
 //
 //	magic u32 | op u32 | seq u64 | size u64 | flags u64 | [refusal code u8 | refusal text]
 const (
-	windowMagic        = 0x4e495750 // "PWIN"
-	windowOpRegister   = 1
-	windowOpDeregister = 2
-	windowRecordBytes  = 32
+	windowMagic       = 0x4e495750 // "PWIN"
+	windowOpRegister  = 1
+	windowRecordBytes = 32
 )
 
-func windowRecord(op uint32, w *window, refusal error) []byte {
+func windowRecord(w *window, refusal error) []byte {
 	b := windowLE.AppendUint32(nil, windowMagic)
-	b = windowLE.AppendUint32(b, op)
+	b = windowLE.AppendUint32(b, windowOpRegister)
 	b = windowLE.AppendUint64(b, w.seq)
 	b = windowLE.AppendUint64(b, w.size)
 	b = windowLE.AppendUint64(b, uint64(int64(w.flags)))
@@ -59,11 +59,11 @@ func (w *window) check() error {
 	return nil
 }
 
-// agreeOn exchanges op's record for w and returns the first disagreement
-// or refusal, worded alike on every rank; mine is returned as it is.
-func (w *window) agreeOn(op uint32, what string, mine error) error {
+// agreeOn exchanges w's record and returns the first disagreement or
+// refusal, worded alike on every rank; mine is returned as it is.
+func (w *window) agreeOn(what string, mine error) error {
 	c := w.c
-	all, err := c.boot.AllGather(windowRecord(op, w, mine))
+	all, err := c.boot.AllGather(windowRecord(w, mine))
 	if err != nil {
 		return fmt.Errorf("%s rank %d: exchanging window records: %w", what, c.rank, err)
 	}
@@ -76,7 +76,7 @@ func (w *window) agreeOn(op uint32, what string, mine error) error {
 	size0, flags0 := windowLE.Uint64(all[0][16:]), int64(windowLE.Uint64(all[0][24:]))
 	for q, m := range all {
 		switch {
-		case len(m) < windowRecordBytes || windowLE.Uint32(m) != windowMagic || windowLE.Uint32(m[4:]) != op:
+		case len(m) < windowRecordBytes || windowLE.Uint32(m) != windowMagic || windowLE.Uint32(m[4:]) != windowOpRegister:
 			return errs.New(errs.ErrMismatch, "%s: rank %d is not at the same window step (a different collective call on the bootstrap)", what, q)
 		case windowLE.Uint64(m[8:]) != w.seq:
 			return errs.New(errs.ErrMismatch, "%s: rank %d names its window #%d, rank %d its window #%d", what, q, windowLE.Uint64(m[8:]), c.rank, w.seq)
@@ -102,7 +102,7 @@ func (w *window) register() error {
 	if err := c.usable("CommWindowRegister"); err != nil {
 		return w.finish(nil, err)
 	}
-	if err := w.agreeOn(windowOpRegister, "CommWindowRegister", w.check()); err != nil {
+	if err := w.agreeOn("CommWindowRegister", w.check()); err != nil {
 		return w.finish(nil, err)
 	}
 	view, err := mapWindow(c, w.buff, w.size)
@@ -112,25 +112,24 @@ func (w *window) register() error {
 	return w.finish(view, nil)
 }
 
-// deregister runs the collective deregistration of w: the ranks check they
-// release the same window, then each unmaps its view. The handle dies even
-// when the check fails.
+// deregister releases w on this rank alone, as NCCL's
+// ncclCommWindowDeregister does (it waits for no peer), so one thread may
+// deregister its communicators' windows one after another. It is safe
+// without the peers: it only unmaps this rank's view, and a view of another
+// process's buffer holds that memory (memfd, cuMem allocation) until it is
+// unmapped, whatever its owner does meanwhile (in one process, views are
+// the owners' own pointers); this rank's own buffer stays the caller's. The
+// handle dies even when the registration had failed.
 func (w *window) deregister() error {
-	c := w.c
 	if err := w.waitReady(); err != nil {
 		dropWindow(w)
 		return fmt.Errorf("CommWindowDeregister: window %#x was never registered: %w", w.handle, err)
 	}
-	if err := c.usable("CommWindowDeregister"); err != nil {
+	if err := w.c.usable("CommWindowDeregister"); err != nil {
 		return err
 	}
-	agreed := w.agreeOn(windowOpDeregister, "CommWindowDeregister", nil)
 	dropWindow(w)
-	released := w.release()
-	if agreed != nil {
-		return agreed
-	}
-	return released
+	return w.release()
 }
 
 // Deferred window operations, per group and communicator, run in the order

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -166,6 +167,50 @@ func TestWindowInGroup(t *testing.T) {
 		_, err := comms[r].WindowPeers(wins[r])
 		assert.Error(t, err)
 	}
+}
+
+// NCCL's one-thread pattern: windows (two per communicator) and buffer
+// registrations made in a group, then released without a group, one
+// communicator after the other. Deregistration is local, as NCCL's is, so
+// each call returns at once although the other rank has not deregistered
+// yet, and the bootstrap stays in step for the next registration.
+func TestDeregisterOneCommunicatorAtATime(t *testing.T) {
+	const n, size = 2, 4096
+	cfg := testConfig()
+	cfg.Timeout = 2 * time.Second
+	comms := startComms(t, n, cfg)
+	bufs := rankBuffers(t, n, 2*size)
+	wins := make([][2]uintptr, n)
+	regs := make([]uintptr, n)
+	onThread(func() {
+		require.NoError(t, GroupStart())
+		for r, c := range comms {
+			for i := range wins[r] {
+				var err error
+				wins[r][i], err = c.WindowRegister(bufs[r]+uintptr(i*size), size, WindowCollSymmetric)
+				require.NoError(t, err)
+			}
+			var err error
+			regs[r], err = c.Register(bufs[r], 2*size)
+			require.NoError(t, err)
+		}
+		require.NoError(t, GroupEnd())
+		checkWindows(t, comms, []uintptr{wins[0][0], wins[1][0]}, size)
+		for r, c := range comms {
+			start := time.Now()
+			for _, h := range wins[r] {
+				require.NoError(t, c.WindowDeregister(h), "rank %d", r)
+			}
+			require.NoError(t, c.Deregister(regs[r]), "rank %d", r)
+			assert.Less(t, time.Since(start), cfg.Timeout/4, "rank %d's deregistrations waited for rank %d", r, 1-r)
+			assert.Zero(t, liveWindows(comms[r:r+1]), "rank %d", r)
+		}
+	})
+	for r, b := range bufs {
+		fillRank(bytesAtAddr(b, size), r) // checkWindows wrote into the last rank's
+	}
+	again := registerAll(t, comms, bufs, size)
+	checkWindows(t, comms, again, size)
 }
 
 // A buffer one rank gets wrong fails the registration on every rank, and

@@ -205,7 +205,8 @@ purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle);
  * multiple of PURLIN_WIN_REQUIRED_ALIGNMENT (purlinMemAlloc's buffers are;
  * on GPUs the buffer must come from purlinMemAlloc/cuMem). *win receives an
  * opaque handle. Inside a group the registration runs at purlinGroupEnd.
- * Deregistration is collective too; purlinCommDestroy releases all windows.
+ * Deregistration is local: each rank unmaps its view without waiting for the
+ * others (as NCCL's); purlinCommDestroy releases all windows.
  * Collectives do not use windows yet (a later zero-copy path will). */
 typedef struct purlinWindow* purlinWindow_t;
 #define PURLIN_WIN_DEFAULT 0x00

@@ -14,6 +14,10 @@ type builder struct {
 	sender bool     // p2p: this rank sends
 	steps  [][]Step // per worker
 	writes bool     // this rank writes staging or packets (needs the done head)
+	// agree: worker 0 exchanges check, the call's check word, with every
+	// rank before it waits for any (rooted collectives, see agree.go).
+	agree bool
+	check uint64
 }
 
 func newBuilder(t Topology, g geometry) *builder {
@@ -99,10 +103,15 @@ func (b *builder) plan(regime Regime) *Plan {
 	ch := b.channel()
 	for w := range b.steps {
 		first := len(p.Steps)
-		if b.writes {
+		agree := b.agree && w == 0
+		if b.writes || agree {
 			b.doneHead(p)
 		}
-		p.Steps = append(p.Steps, b.steps[w]...)
+		if agree {
+			p.Steps = b.agreed(p.Steps, b.steps[w])
+		} else {
+			p.Steps = append(p.Steps, b.steps[w]...)
+		}
 		b.doneTail(p, w)
 		p.Workers = append(p.Workers, Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)})
 	}

@@ -42,7 +42,10 @@
 // Every Notify carries a 64-bit fingerprint of the call's shape (collective,
 // type, op kind, root, count or pair count, ranks, V counts), and every
 // packet its low 32 bits, so ranks that disagree on a call get
-// errs.ErrMismatch instead of wrong data.
+// errs.ErrMismatch instead of wrong data. In rooted collectives the root
+// decides who reads from whom, so ranks naming different roots might never
+// compare: there worker 0 first exchanges the check word with every rank
+// (FlagAgree, see agree.go), and every rank fails on a disagreement.
 //
 // # Groups and caching
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"purlin/errs"
+	"purlin/snac"
 	"purlin/snac/snactest"
 	"purlin/spec"
 )
@@ -47,14 +48,77 @@ func TestMismatchedCallsAreDetected(t *testing.T) {
 
 // runMismatched runs calls whose ranks disagree; the outputs are not checked.
 func runMismatched(w *world, calls []*spec.Call) error {
+	launches, err := mismatchedLaunches(w, calls)
+	if err != nil {
+		return err
+	}
+	return w.sim.Run(launches)
+}
+
+func mismatchedLaunches(w *world, calls []*spec.Call) ([][]*snactest.Launch, error) {
 	launches := make([][]*snactest.Launch, w.n)
 	for r, c := range calls {
 		in, _ := c.Extents()
 		l, err := w.launch(c, false, make([]byte, in))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		launches[r] = []*snactest.Launch{l}
 	}
-	return w.sim.Run(launches)
+	return launches, nil
+}
+
+// TestRootDisagreementFailsEveryRank: when ranks name different roots of a
+// rooted collective, every rank fails with a mismatch, whichever ranks
+// disagree, in every regime and at 2, 4 and 8 ranks: never success with
+// diverging data, never a timeout.
+func TestRootDisagreementFailsEveryRank(t *testing.T) {
+	patterns := []struct {
+		name string
+		root func(n, r int) int
+	}{
+		{"each names itself", func(n, r int) int { return r }},
+		{"two halves", func(n, r int) int {
+			if r < n/2 {
+				return 0
+			}
+			return n - 1
+		}},
+		{"the last names itself", func(n, r int) int {
+			if r == n-1 {
+				return r
+			}
+			return 0
+		}},
+		{"rank 1 names a rank that is no root", func(n, r int) int {
+			if r == 1 {
+				return n - 1
+			}
+			return 0
+		}},
+	}
+	seen := map[snac.Regime]bool{} // by the root's Plan (Scatter's is never chunked in testTopo)
+	for _, coll := range []spec.Collective{spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter} {
+		for _, n := range []int{2, 4, 8} {
+			for _, bytes := range regimeLadder[1:] {
+				for _, p := range patterns {
+					w := newWorld(t, n, bytes+uint64(n))
+					require.NoError(t, w.run(ladderCalls(n, coll, spec.Float32, spec.Op{Kind: spec.Sum}, bytes, 0), false))
+					bad := ladderCalls(n, coll, spec.Float32, spec.Op{Kind: spec.Sum}, bytes, 0)
+					for r, c := range bad {
+						c.Root = p.root(n, r)
+					}
+					launches, err := mismatchedLaunches(w, bad)
+					require.NoError(t, err)
+					seen[launches[bad[0].Root][0].Plan.Regime] = true
+					for r, err := range w.sim.RunEach(launches) {
+						require.ErrorIs(t, err, errs.ErrMismatch, "%s of %d bytes at %d ranks, %s: rank %d", coll, bytes, n, p.name, r)
+					}
+				}
+			}
+		}
+	}
+	for r := snac.RegimePacket; r <= snac.RegimeRing; r++ {
+		require.True(t, seen[r], "regime %s never reached", r)
+	}
 }

@@ -34,6 +34,7 @@ const (
 	FlagReduced         // a reduced shard is staged for gathering (AllReduce's second phase)
 	FlagConsumed        // a ring slot was consumed (drain signal to the producer)
 	FlagDone            // the source finished the call (lets a producer reuse a staging half)
+	FlagAgree           // the source's check word of a rooted call, before anything depends on the root
 	numFlagKinds
 )
 

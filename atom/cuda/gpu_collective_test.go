@@ -223,3 +223,32 @@ func TestGPUPeerNeverComes(t *testing.T) {
 		}
 	}
 }
+
+// TestGPURootDisagreement: each rank names itself the root of a rooted
+// collective; every rank's kernel must stop with ErrMismatch (the Plans'
+// agreement, snac/agree.go), well before the timeout, at packet, staged and
+// ring sizes.
+func TestGPURootDisagreement(t *testing.T) {
+	const timeout = 10 * time.Second
+	for _, coll := range []spec.Collective{spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter} {
+		for _, perRank := range []uint64{40, 3000, 1536 << 10} {
+			ranks := newGPURanks(t, 2, int64(timeout))
+			start := time.Now()
+			for r, g := range ranks {
+				c := typedCall(coll, spec.Float32, spec.Op{Kind: spec.Sum}, 2, r, perRank)
+				c.Root = r
+				in, out := c.Extents()
+				c.Send, c.Recv = uintptr(g.alloc(t, int(in))), uintptr(g.alloc(t, int(out)))
+				plan, err := snac.Build(c, g.topo)
+				require.NoError(t, err)
+				require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: c.Send, Recv: c.Recv}}, uintptr(g.stream)))
+			}
+			for r, g := range ranks {
+				g.sync(t)
+				err := g.AsyncError()
+				require.True(t, errors.Is(err, errs.ErrMismatch), "%s of %d bytes a rank, rank %d: got %v", coll, perRank, r, err)
+			}
+			require.Less(t, time.Since(start), timeout/2, "%s of %d bytes a rank", coll, perRank)
+		}
+	}
+}

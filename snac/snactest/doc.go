@@ -15,6 +15,10 @@
 // another rank's staging. A write outside the Recv extent of the call (or
 // into Send) fails. Flags must never go backwards.
 //
+// Run stops at the first error; RunEach goes on as Atoms do, with the
+// failing rank broken and the others running, and returns every rank's
+// error, so a test can check that every rank fails.
+//
 //	sim := snactest.New(topo, seed)
 //	err := sim.Run(launches) // launches[rank] = that rank's calls, in order
 package snactest

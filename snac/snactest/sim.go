@@ -38,7 +38,8 @@ type rank struct {
 	stageTag, packetTag []uint32 // call<<4 | writer+1; 0 = never written
 	flags, checks       []uint64
 	epochs              []uint64
-	calls               int // calls started so far; the current call's index
+	calls               int   // calls started so far; the current call's index
+	broken              error // the rank's first error (RunEach): it runs nothing more
 	queue               []*Launch
 	cur                 *Launch
 	workers             []worker
@@ -74,18 +75,42 @@ func New(topo snac.Topology, seed uint64) *Sim {
 // errs.ErrMismatch from a check word, errs.ErrTimeout for a deadlock (with
 // a dump), errs.ErrInternal for a safety violation.
 func (s *Sim) Run(launches [][]*Launch) error {
+	for _, err := range s.run(launches, true) {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunEach runs launches like Run, but as Atoms meet an error: the rank whose
+// step fails is broken (it stops there and runs nothing more, in this Run or
+// a later one) while the other ranks go on. When no worker can progress,
+// every rank still running gets errs.ErrTimeout. It returns each rank's
+// error, nil for a rank whose Launches all finished.
+func (s *Sim) RunEach(launches [][]*Launch) []error {
+	return s.run(launches, false)
+}
+
+// run runs launches; firstOnly stops at the first error (Run).
+func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 	for r, ls := range launches {
 		for _, l := range ls {
 			l.Written = make([]bool, len(l.Mem))
 		}
 		s.ranks[r].queue = append(s.ranks[r].queue, ls...)
 	}
+	out := make([]error, len(s.ranks))
 	type ref struct{ r, w int }
 	var runnable []ref
 	for {
 		runnable = runnable[:0]
 		busy := false
 		for _, rk := range s.ranks {
+			if rk.broken != nil {
+				out[rk.id], rk.queue = rk.broken, nil
+				continue
+			}
 			s.advance(rk)
 			if rk.cur == nil {
 				continue
@@ -98,14 +123,29 @@ func (s *Sim) Run(launches [][]*Launch) error {
 			}
 		}
 		if !busy {
-			return nil
+			return out
 		}
 		if len(runnable) == 0 {
-			return errs.New(errs.ErrTimeout, "snactest: deadlock:\n%s", s.dump())
+			err := errs.New(errs.ErrTimeout, "snactest: deadlock:\n%s", s.dump())
+			for _, rk := range s.ranks {
+				if rk.cur != nil {
+					out[rk.id] = err
+					if !firstOnly {
+						rk.broken = err
+					}
+				}
+			}
+			return out
 		}
 		pick := runnable[s.rng.IntN(len(runnable))]
-		if err := s.step(s.ranks[pick.r], pick.w); err != nil {
-			return err
+		rk := s.ranks[pick.r]
+		if err := s.step(rk, pick.w); err != nil {
+			out[rk.id] = err
+			if firstOnly {
+				return out
+			}
+			rk.broken, rk.cur, rk.queue = err, nil, nil
+			continue
 		}
 		s.Steps++
 	}

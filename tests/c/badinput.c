@@ -111,6 +111,46 @@ static void test_bad_arguments(void) {
   clique_destroy(&q);
 }
 
+/* One thread drives the ranks (as nccl-tests does), each naming itself the
+ * root of a rooted collective: every rank's call fails, in time, and its
+ * ncclGetLastError says the ranks disagree; at 2 and 4 ranks, for 1 Ki and
+ * 1 Mi elements. */
+static void test_mismatch_root_one_process(void) {
+  static const size_t counts[] = {1024, 1 << 20};
+  for (int n = 2; n <= 4; n += 2)
+    for (int coll = 0; coll < 4; coll++)
+      for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        static const char* names[] = {"ncclBroadcast", "ncclReduce", "ncclGather", "ncclScatter"};
+        size_t count = counts[k];
+        clique q;
+        if (clique_init(&q, n) != 0) return;
+        float* bufs[2 * CLIQUE_MAX];
+        for (int b = 0; b < 2 * n; b++) bufs[b] = calloc(count * n, sizeof(float)); /* room for a root's n slices */
+        double t0 = now_s();
+        ncclGroupStart();
+        for (int r = 0; r < n; r++) {
+          float *send = bufs[2 * r], *recv = bufs[2 * r + 1];
+          ncclComm_t c = q.comms[r];
+          ncclResult_t rc = coll == 0   ? ncclBroadcast(send, recv, count, ncclFloat32, r, c, NULL)
+                            : coll == 1 ? ncclReduce(send, recv, count, ncclFloat32, ncclSum, r, c, NULL)
+                            : coll == 2 ? ncclGather(send, recv, count, ncclFloat32, r, c, NULL)
+                                        : ncclScatter(send, recv, count, ncclFloat32, r, c, NULL);
+          EXPECT(rc == ncclSuccess, "%s rank %d of %d: %d (%s)", names[coll], r, n, rc, ncclGetLastError(c));
+        }
+        ncclGroupEnd();
+        for (int r = 0; r < n; r++) {
+          ncclResult_t rc = (ncclResult_t)purlinCommSynchronize(PC(q.comms[r]));
+          const char* text = ncclGetLastError(q.comms[r]);
+          EXPECT(rc != ncclSuccess && text && strstr(text, "disagree"),
+                 "%d ranks each naming itself the root of %s (%zu elements): rank %d gave %d, \"%s\"", n, names[coll], count,
+                 r, rc, text ? text : "(null)");
+        }
+        EXPECT(now_s() - t0 < g_timeout_s, "%s with %d disagreeing roots: the errors took %.1f s", names[coll], n, now_s() - t0);
+        for (int r = 0; r < n; r++) ncclCommAbort(q.comms[r]);
+        for (int b = 0; b < 2 * n; b++) free(bufs[b]);
+      }
+}
+
 static void test_rejected_inside_group(void) {
   clique q;
   if (clique_init(&q, 2) != 0) return;
@@ -142,6 +182,7 @@ int main(int argc, char** argv) {
   RUN(test_mismatch_dtype);
   RUN(test_mismatch_op);
   RUN(test_mismatch_root);
+  RUN(test_mismatch_root_one_process);
   RUN(test_killed_rank);
   RUN(test_killed_rank_external);
   return harness_finish();

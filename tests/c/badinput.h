@@ -18,6 +18,7 @@ enum {
   EXIT_NO_ERROR = 20,   /* ran to the end without noticing the failure */
   EXIT_WRONG = 30,      /* reported success with a wrong result */
   EXIT_SLOW = 40,       /* reported an error, but later than PURLIN_TIMEOUT allows */
+  EXIT_OTHER = 50,      /* reported another error in time (a peer's abort that came first) */
 };
 
 int badinput_worker(int argc, char** argv);

@@ -57,7 +57,36 @@ static void mismatch(const char* kind) {
 void test_mismatch_count(void) { mismatch("count"); }
 void test_mismatch_dtype(void) { mismatch("dtype"); }
 void test_mismatch_op(void) { mismatch("op"); }
-void test_mismatch_root(void) { mismatch("root"); }
+
+/* Ranks (processes) that name different roots: every rank fails in time,
+ * and one says the ranks disagree (the others may see its abort first), for
+ * every rooted collective at 2 ranks (packets) and 4 (1 Mi elements). */
+void test_mismatch_root(void) {
+  static const char* colls[] = {"broadcast", "reduce", "gather", "scatter"};
+  static const struct { int n; size_t count; } shapes[] = {{2, 1024}, {4, 1 << 20}};
+  for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      enum { N = 4 };
+      proc ps[N];
+      int n = shapes[s].n, disagree = 0;
+      char what[48];
+      snprintf(what, sizeof what, "%s:%zu", colls[c], shapes[s].count);
+      if (spawn_with_id(ps, n, "root", what) != 0) return;
+      procs_wait(ps, n, 3 * g_timeout_s + 20);
+      for (int r = 0; r < n; r++) {
+        char how[64];
+        procs_describe(&ps[r], how, sizeof how);
+        disagree += ps[r].exited && ps[r].code == EXIT_ERRORED;
+        EXPECT(ps[r].exited && (ps[r].code == EXIT_ERRORED || ps[r].code == EXIT_OTHER),
+               "%d ranks each naming itself the root of %s: rank %d %s (%s)", n, what, r, how,
+               !ps[r].exited                 ? "want an error"
+               : ps[r].code == EXIT_NO_ERROR ? "reported success"
+               : ps[r].code == EXIT_SLOW     ? "the error came after PURLIN_TIMEOUT"
+                                             : "see stderr");
+      }
+      EXPECT(disagree >= 1, "%d ranks each naming itself the root of %s: no rank said the ranks disagree", n, what);
+    }
+}
 
 static void killed(const char* how) {
   enum { N = 3 };

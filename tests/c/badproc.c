@@ -38,11 +38,9 @@ static int scenario_mismatch(const char* kind, int rank, ncclComm_t comm) {
   size_t count = 4096;
   ncclDataType_t dt = ncclFloat32;
   ncclRedOp_t op = ncclSum;
-  int root = -1;
   if (!strcmp(kind, "count") && rank == 1) count = 3 * 4096 + 1;
   if (!strcmp(kind, "dtype") && rank == 1) dt = ncclInt32;
   if (!strcmp(kind, "op") && rank == 1) op = ncclMax;
-  if (!strcmp(kind, "root")) root = rank; /* each rank names itself the root */
   float* send = malloc(count * 4);
   float* recv = malloc(count * 4);
   for (size_t i = 0; i < count; i++) {
@@ -51,8 +49,7 @@ static int scenario_mismatch(const char* kind, int rank, ncclComm_t comm) {
     recv[i] = -7;
   }
   double t0 = now_s();
-  ncclResult_t rc = root >= 0 ? ncclReduce(send, recv, count, dt, op, root, comm, NULL)
-                              : ncclAllReduce(send, recv, count, dt, op, comm, NULL);
+  ncclResult_t rc = ncclAllReduce(send, recv, count, dt, op, comm, NULL);
   if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
   if (rc != ncclSuccess) {
     fprintf(stderr, "  rank %d (mismatch %s): error %d after %.1f s: %s\n", rank, kind, rc, now_s() - t0, ncclGetLastError(comm));
@@ -69,6 +66,38 @@ static int scenario_mismatch(const char* kind, int rank, ncclComm_t comm) {
   }
   ncclCommDestroy(comm);
   return EXIT_OK;
+}
+
+/* A rooted collective ("broadcast:COUNT", "reduce:", "gather:", "scatter:")
+ * in which each rank names itself the root: every rank must fail without
+ * waiting for PURLIN_TIMEOUT, saying the ranks disagree, unless the abort of
+ * a rank that failed first reached it before. */
+static int scenario_root(const char* what, int rank, int nranks, ncclComm_t comm) {
+  char coll[16] = "";
+  size_t count = 0;
+  if (sscanf(what, "%15[a-z]:%zu", coll, &count) != 2) return 2;
+  float* send = calloc(count * nranks, sizeof(float)); /* room for a Scatter root's input */
+  float* recv = calloc(count * nranks, sizeof(float)); /* and a Gather root's output */
+  double t0 = now_s();
+  ncclResult_t rc;
+  if (!strcmp(coll, "broadcast")) rc = ncclBroadcast(send, recv, count, ncclFloat32, rank, comm, NULL);
+  else if (!strcmp(coll, "reduce")) rc = ncclReduce(send, recv, count, ncclFloat32, ncclSum, rank, comm, NULL);
+  else if (!strcmp(coll, "gather")) rc = ncclGather(send, recv, count, ncclFloat32, rank, comm, NULL);
+  else if (!strcmp(coll, "scatter")) rc = ncclScatter(send, recv, count, ncclFloat32, rank, comm, NULL);
+  else return 2;
+  if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
+  double took = now_s() - t0;
+  if (rc == ncclSuccess) {
+    fprintf(stderr, "  rank %d (root %s): success, though the ranks named different roots\n", rank, what);
+    ncclCommDestroy(comm);
+    return EXIT_NO_ERROR;
+  }
+  const char* text = ncclGetLastError(comm);
+  fprintf(stderr, "  rank %d (root %s): error %d after %.1f s: %s\n", rank, what, rc, took, text);
+  int disagree = text && strstr(text, "disagree");
+  ncclCommAbort(comm);
+  if (took >= g_timeout_s) return EXIT_SLOW;
+  return disagree ? EXIT_ERRORED : EXIT_OTHER;
 }
 
 /* Ranks loop on AllReduce; the victim (the last rank) dies mid-collective:
@@ -110,6 +139,7 @@ int badinput_worker(int argc, char** argv) {
     return EXIT_INIT;
   }
   if (!strcmp(scenario, "mismatch")) return scenario_mismatch(extra, rank, comm);
+  if (!strcmp(scenario, "root")) return scenario_root(extra, rank, nranks, comm);
   if (!strcmp(scenario, "kill")) return scenario_kill(extra, rank, nranks, comm);
   return 2;
 }

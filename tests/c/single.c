@@ -151,6 +151,56 @@ static void test_host_stream(void) {
   clique_destroy(&q);
 }
 
+/* Symmetric windows as an NCCL program drives them from one thread: two per
+ * communicator registered in a group, then released without a group, one
+ * communicator after the other (and a buffer registration likewise).
+ * Deregistration waits for no peer, as NCCL's, so each call returns at once.
+ * The clique is made under PURLIN_TIMEOUT=5, so a deregistration that waited
+ * for the other rank would fail within seconds rather than minutes. */
+static void test_windows_released_one_comm_at_a_time(void) {
+  enum { N = 2, SIZE = 1 << 16 };
+  char* saved = getenv("PURLIN_TIMEOUT") ? strdup(getenv("PURLIN_TIMEOUT")) : NULL;
+  setenv("PURLIN_TIMEOUT", "5", 1);
+  ncclResetDebugInit();
+  clique q;
+  int made = clique_init(&q, N) == 0;
+  if (saved) setenv("PURLIN_TIMEOUT", saved, 1);
+  else unsetenv("PURLIN_TIMEOUT");
+  free(saved);
+  ncclResetDebugInit();
+  if (!made) return;
+  void* buf[N][2];
+  ncclWindow_t win[N][2];
+  void* reg[N];
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < 2; i++) EXPECT(ncclMemAlloc(&buf[r][i], SIZE) == ncclSuccess, "ncclMemAlloc rank %d", r);
+  if (harness_failed()) return;
+  ncclGroupStart();
+  for (int r = 0; r < N; r++) {
+    for (int i = 0; i < 2; i++)
+      EXPECT(ncclCommWindowRegister(q.comms[r], buf[r][i], SIZE, &win[r][i], NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
+             "ncclCommWindowRegister rank %d window %d: %s", r, i, ncclGetLastError(q.comms[r]));
+    EXPECT(ncclCommRegister(q.comms[r], buf[r][0], SIZE, &reg[r]) == ncclSuccess, "ncclCommRegister rank %d", r);
+  }
+  EXPECT(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd after the registrations: %s", ncclGetLastError(NULL));
+  if (harness_failed()) return;
+  for (int r = 0; r < N; r++) {
+    double t0 = now_s();
+    for (int i = 0; i < 2; i++)
+      EXPECT(ncclCommWindowDeregister(q.comms[r], win[r][i]) == ncclSuccess, "ncclCommWindowDeregister rank %d window %d: %s",
+             r, i, ncclGetLastError(q.comms[r]));
+    EXPECT(ncclCommDeregister(q.comms[r], reg[r]) == ncclSuccess, "ncclCommDeregister rank %d: %s", r,
+           ncclGetLastError(q.comms[r]));
+    double took = now_s() - t0;
+    EXPECT(took < 1, "rank %d's deregistrations took %.1f s: they waited for the other rank", r, took);
+  }
+  coll_case c = {COLL_ALLREDUCE, 7, OP_SUM, 0, 0, 1000, g_seed++};
+  coll_run(&c, q.n, q.comms, 0, q.n); /* the communicators stay in step */
+  clique_destroy(&q);
+  for (int r = 0; r < N; r++)
+    for (int i = 0; i < 2; i++) EXPECT(ncclMemFree(buf[r][i]) == ncclSuccess, "ncclMemFree rank %d", r);
+}
+
 int main(int argc, char** argv) {
   harness_init("c-single", 300);
   if (argc > 1) g_seed = strtoull(argv[1], NULL, 0);
@@ -164,5 +214,6 @@ int main(int argc, char** argv) {
   RUN(test_purlin_init_all);
   RUN(test_nccl_init_all);
   RUN(test_host_stream);
+  RUN(test_windows_released_one_comm_at_a_time);
   return harness_finish();
 }

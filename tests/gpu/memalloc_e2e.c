@@ -6,13 +6,15 @@
  * device memory on the current device, AllReduce/AllGather on it (packet and
  * large regimes) against a host reference, ncclMemFree (and its refusal of a
  * pointer it never gave), and symmetric windows (ncclCommWindowRegister) on
- * ncclMemAlloc memory. Prints one PASS/FAIL line per check; exit 1 on any
+ * ncclMemAlloc memory, deregistered in a group and, as NCCL programs also do,
+ * one communicator after the other without a group. Prints one PASS/FAIL line per check; exit 1 on any
  * failure. Ranks: argv[1] (tests/gpu/run.sh passes $NGPUS), default 2, at most 8;
  * rank r's device is nranks-1-r. Build: gcc -Iinclude -I$CUDA_HOME/include ... -lpurlin -lcudart.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "purlin_nccl.h"
 
@@ -78,6 +80,12 @@ static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count
   free(host);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* ncclWinGetUserPtr (2.29) is not in every nccl.h: declared here. */
 ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
 
@@ -107,6 +115,31 @@ static void run_windows(ncclComm_t* comms) {
     check(ncclGroupEnd() == ncclSuccess, "ncclCommWindowDeregister (in a group)", 0);
     check(ncclCommWindowDeregister(comms[0], win[0]) != ncclSuccess, "a deregistered window is refused", 0);
   }
+  /* Two windows per communicator registered in a group, then deregistered
+   * without one, communicator after communicator: deregistration waits for
+   * no peer (as in NCCL), so each returns at once. */
+  void* buf2[MAXR];
+  ncclWindow_t two[MAXR][2];
+  for (int r = 0; r < nranks; r++) {
+    MUST(cudaSetDevice(dev_of(r)));
+    MUST(ncclMemAlloc(&buf2[r], size));
+  }
+  MUST(ncclGroupStart());
+  for (int r = 0; r < nranks; r++) {
+    MUST(ncclCommWindowRegister(comms[r], buf[r], size, &two[r][0], NCCL_WIN_COLL_SYMMETRIC));
+    MUST(ncclCommWindowRegister(comms[r], buf2[r], size, &two[r][1], NCCL_WIN_COLL_SYMMETRIC));
+  }
+  rc = ncclGroupEnd();
+  check(rc == ncclSuccess, "two windows per communicator (in a group)", 0);
+  for (int r = 0; r < nranks && rc == ncclSuccess; r++) {
+    double t0 = now_s();
+    int ok = ncclCommWindowDeregister(comms[r], two[r][0]) == ncclSuccess &&
+             ncclCommWindowDeregister(comms[r], two[r][1]) == ncclSuccess;
+    double took = now_s() - t0;
+    char what[128];
+    snprintf(what, sizeof what, "ncclCommWindowDeregister without a group, one communicator after another (%.3f s)", took);
+    check(ok && took < 2, what, r);
+  }
   void* plain[MAXR];
   for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
@@ -121,10 +154,13 @@ static void run_windows(ncclComm_t* comms) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(cudaFree(plain[r]));
     MUST(ncclMemFree(buf[r]));
+    MUST(ncclMemFree(buf2[r]));
   }
 }
 
 int main(int argc, char** argv) {
+  /* A call that waits for a peer that never comes fails in seconds, not minutes. */
+  setenv("PURLIN_TIMEOUT", "30", 0);
   if (argc > 1) nranks = atoi(argv[1]);
   if (nranks < 1 || nranks > MAXR) {
     printf("FAIL memalloc_e2e: %d ranks, want 1..%d\n", nranks, MAXR);

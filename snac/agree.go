@@ -1,0 +1,56 @@
+package snac
+
+// The agreement of rooted collectives. Who waits for whom in Broadcast,
+// Reduce, Gather and Scatter depends on the root, so ranks that name
+// different roots may never compare a check word: each group reads only
+// from the root it names, and returns its own data as a success. Worse,
+// a rank may wait for a transfer its claimed root never makes.
+//
+// So worker 0 of a rooted Plan first sends the call's check word to every
+// rank (FlagAgree), and waits for every rank's before its first step that
+// waits for a peer. Every rank sends before it waits, so nobody blocks on a
+// rank that disagrees; and any two ranks that disagree make every rank see
+// a check word that differs from its own (a rank cannot agree with both),
+// so every rank fails with errs.ErrMismatch. Steps before the waits only
+// write (a root's packets and staged chunks), so a root's data still leaves
+// at once. The notify writes peers' check words, so worker 0 keeps the done
+// rule like any writer: a rank never rewrites a check word a slow rank has
+// yet to read, even across the Plans of a Merge chain.
+
+// agreed appends worker 0's body framed by the agreement.
+func (b *builder) agreed(dst, body []Step) []Step {
+	others := b.others()
+	for _, q := range others {
+		dst = append(dst, Step{Verb: Notify, Peer: uint8(q), Slot: FlagSlot(Collective, FlagAgree, b.me, 0), Delta: 1, Check: b.check})
+	}
+	first := len(body)
+	for i := range body {
+		if body[i].waitsForPeer() {
+			first = i
+			break
+		}
+	}
+	dst = append(dst, body[:first]...)
+	for _, q := range others {
+		dst = append(dst, Step{Verb: Wait, Slot: FlagSlot(Collective, FlagAgree, q, 0), Delta: 1, Check: b.check})
+	}
+	return append(dst, body[first:]...)
+}
+
+// waitsForPeer reports whether a step may block on another rank: a Wait,
+// or a copy or reduce that reads packets.
+func (s *Step) waitsForPeer() bool {
+	switch s.Verb {
+	case Wait:
+		return true
+	case Copy:
+		return s.Src[0].Space == SpacePacket
+	case Reduce:
+		for _, r := range s.Src[:s.NSrc] {
+			if r.Space == SpacePacket {
+				return true
+			}
+		}
+	}
+	return false
+}
