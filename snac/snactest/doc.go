@@ -10,8 +10,9 @@
 // a dump of every blocked worker.
 //
 // It also checks protocol safety: every staging and packet byte is tagged
-// with (writer rank, call index), and a consumer that reads bytes not written
-// by their owner in its current call fails, as does a producer that writes
+// with (writer rank, call index on the writer's channel, from its epoch),
+// and a consumer that reads bytes not written by their owner in the call it
+// is running (by its own epoch) fails, as does a producer that writes
 // another rank's staging. A write outside the Recv extent of the call (or
 // into Send) fails. Flags must never go backwards.
 //
