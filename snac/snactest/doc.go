@@ -1,6 +1,6 @@
 // Package snactest is a protocol simulator for SNAC Plans: a deterministic,
 // single-threaded interpreter of n ranks' Plans over byte slices. It runs
-// the four verbs exactly as an Atom does (flags, check words, parity halves,
+// the verbs exactly as an Atom does (flags, check words, parity halves,
 // packets, epochs and the epoch rule) and keeps the shared state of every
 // rank across calls, so sequences of mixed calls can be checked.
 //
@@ -14,7 +14,8 @@
 // and a consumer that reads bytes not written by their owner in the call it
 // is running (by its own epoch) fails, as does a producer that writes
 // another rank's staging. A write outside the Recv extent of the call (or
-// into Send) fails. Flags must never go backwards.
+// into Send) fails. Flags must never go backwards, and the workers of one
+// channel in a Plan must hold the same number of Advance steps.
 //
 //	sim := snactest.New(topo, seed)
 //	err := sim.Run(launches) // launches[rank] = that rank's calls, in order

@@ -82,6 +82,8 @@ func (s *Sim) step(rk *rank, i int) error {
 		}
 	case snac.Copy, snac.Reduce:
 		err = s.move(rk, w, st)
+	case snac.Advance:
+		w.epoch += snac.EpochAdvance
 	default:
 		err = errs.New(errs.ErrInternal, "unknown verb %d", st.Verb)
 	}
