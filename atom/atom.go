@@ -1,11 +1,13 @@
 // Package atom defines the datapath contract: an Atom executes SNAC Plans
-// with four primitives (copy, reduce, notify, wait). It knows Plans, data
-// types and reduction ops, never which collective a Plan came from.
+// with four primitives (copy, reduce, notify, wait), plus Advance, which
+// starts the next call of a merged Plan on a worker's channel. It knows
+// Plans, data types and reduction ops, never which collective a Plan came
+// from.
 //
 // Running a Plan, each worker:
 //  1. reads its epoch e from the shared state (EpochSlot(channel, index));
 //  2. runs its steps in order, resolving Refs with e's parity and flag
-//     values as e+Delta;
+//     values as e+Delta; an Advance step adds EpochAdvance to e;
 //  3. stores e+EpochAdvance back. The worker of index 0 of each channel also
 //     stores it into that channel's epoch slots the Plan does not use, so a
 //     later Plan with more workers starts from the same epoch on every rank.

@@ -20,8 +20,10 @@ import (
 // concurrently, waits for them, then launches each communicator's queued
 // work: its collectives in the order issued, then all its point-to-point
 // operations merged into one Plan (so sends and receives of the group
-// progress together and never deadlock one another). Nothing waits for a
-// peer except the inits, which are bounded by the timeout.
+// progress together and never deadlock one another). As in NCCL, the k-th
+// send to a peer matches the peer's k-th receive from this rank however
+// either side groups them (snac.Merge). Nothing waits for a peer except
+// the inits, which are bounded by the timeout.
 type group struct {
 	depth int
 	inits []deferredInit

@@ -24,7 +24,7 @@ constexpr uint64_t kEpochAdvance = (1ull << 20) + 1;
 /** Caller buffers one launch may address (SpaceSend/SpaceRecv Ref.rank). */
 constexpr int kMaxBuffers = 16;
 
-enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3 };
+enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4 };
 enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
 
 /** A byte address: base(space, rank) + off + (epoch & 1) * half. */

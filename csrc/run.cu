@@ -6,10 +6,12 @@
  * of its threads: Stage (Copy into a staging or packet buffer), Notify (one
  * thread: check word, then release the peer's flag), Wait (one thread:
  * acquire our flag, compare the check word) and Consume (Copy or Reduce out
- * of staging). At the end it stores epoch + kEpochAdvance; the worker of
- * index 0 also fills its channel's epoch slots the Plan does not use. A
- * block that fails reports a status word and returns without advancing its
- * epoch: the rank is broken from then on (status.cuh).
+ * of staging); Advance (the next call of a merged group on this channel)
+ * adds kEpochAdvance to the block's epoch. At the end it stores epoch +
+ * kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
+ * the Plan does not use. A block that fails reports a status word and
+ * returns without advancing its epoch: the rank is broken from then on
+ * (status.cuh).
  */
 #include "purlin.cuh"
 
@@ -147,6 +149,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
     if (threadIdx.x < sizeof(Step) / 8)
       ((uint64_t*)&step)[threadIdx.x] = steps[i * (sizeof(Step) / 8) + threadIdx.x];
     __syncthreads();
+    if (step.verb == kAdvance) {  // read by all only after the next barrier
+      if (threadIdx.x == 0) epoch += kEpochAdvance;
+      continue;
+    }
     uint32_t st = runStep(L, step, epoch, &status);
     if (st != kStatusOK) {
       if (threadIdx.x == 0 && st != kStatusStopped)

@@ -50,8 +50,11 @@
 // # Groups and caching
 //
 // Merge joins the Plans of one group into one Plan whose workers run
-// concurrently; Plans on the same channel are chained. Cache keeps Plans per
-// shape; a cached Plan serves any buffers, since Plans hold no pointers.
+// concurrently; Plans on the same channel are chained, each at the epoch it
+// would have alone (an Advance step between two), so a point-to-point
+// transfer matches its peer's however either side grouped its calls. Cache
+// keeps Plans per shape; a cached Plan serves any buffers, since Plans hold
+// no pointers.
 //
 //	plan, err := snac.Build(&call, topo)
 package snac

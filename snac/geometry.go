@@ -13,7 +13,7 @@ const (
 	workerGrain = 8 << 10
 	packetGrain = 1 << 10
 	// maxChunks bounds the chunks of one worker, so flag deltas stay far
-	// below EpochAdvance even when Merge chains several calls.
+	// below EpochAdvance.
 	maxChunks = 1 << 12
 )
 

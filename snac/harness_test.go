@@ -29,11 +29,18 @@ type world struct {
 	topo snac.Topology
 	sim  *snactest.Sim
 	rng  *rand.Rand
+	// plans are each rank's Plans by shape, as comm keeps them: calls of
+	// one shape get one *Plan, which a merged group may hold twice.
+	plans []*snac.Cache
 }
 
 func newWorld(t *testing.T, n int, seed uint64) *world {
 	topo := testTopo(n)
-	return &world{t: t, n: n, topo: topo, sim: snactest.New(topo, seed), rng: rand.New(rand.NewPCG(seed, 7))}
+	w := &world{t: t, n: n, topo: topo, sim: snactest.New(topo, seed), rng: rand.New(rand.NewPCG(seed, 7))}
+	for range n {
+		w.plans = append(w.plans, snac.NewCache(64))
+	}
+	return w
 }
 
 func (w *world) rankTopo(r int) snac.Topology {

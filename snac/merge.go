@@ -6,11 +6,6 @@ import (
 	"purlin/errs"
 )
 
-// opSpan is the range of flag deltas one Plan's body may use (deltas
-// 1..maxChunks, plus one for its done tail). Merge offsets the i-th Plan of
-// a channel's chain by i*opSpan, a value every rank computes alike.
-const opSpan = maxChunks + 1
-
 // Merge joins the Plans of one group (each built by Build for this rank)
 // into one Plan whose workers all run concurrently, so a group's sends and
 // receives progress together.
@@ -21,13 +16,13 @@ const opSpan = maxChunks + 1
 //
 // Plans on different channels run side by side. Plans on the same channel
 // (two collectives, or two transfers to one peer in one direction) are
-// chained: worker w runs them in group order, and the i-th Plan's flag
-// deltas are offset by i*opSpan. Between two chained Plans the done rule
-// applies within the call: the earlier Plan's done tail raises epoch+end
-// instead of epoch+EpochAdvance, and the later Plan's writers wait for it, so
-// a staging half is never rewritten while a reader of the earlier Plan is
-// still at it. Every rank must group the same calls on a channel in the same
-// order, as NCCL requires of matching sends and receives.
+// chained: worker index w runs them in group order, an Advance step between
+// two, so each runs at the epoch it would have if launched alone after the
+// one before it, and the merged Plan advances the channel's epochs once per
+// call. A call's flags, packets, check words, staging half and done rule
+// are thus the same however the calls around it are grouped: the k-th send
+// from one rank to another matches the k-th receive there whether either
+// side posted them in one group or in several, as NCCL matches them.
 //
 // Plans with workers on the collective channel must share Type, Op and
 // NRanks; point-to-point Plans only copy, so any type merges with them.
@@ -56,15 +51,13 @@ func Merge(plans ...*Plan) (*Plan, error) {
 			if _, ok := chains[ch]; !ok {
 				channels = append(channels, ch)
 			}
-			chains[ch] = append(chains[ch], chainLink{plan: p, worker: w, buffer: buffers})
+			chains[ch] = append(chains[ch], chainLink{plan: p, call: i, worker: w, buffer: buffers})
 		}
 		buffers += p.buffers()
 	}
 	slices.Sort(channels)
 	for _, ch := range channels {
-		if err := out.appendChain(ch, chains[ch]); err != nil {
-			return nil, err
-		}
+		out.appendChain(ch, chains[ch])
 	}
 	return out, nil
 }
@@ -72,65 +65,56 @@ func Merge(plans ...*Plan) (*Plan, error) {
 // chainLink is one worker of one Plan joining a channel's chain.
 type chainLink struct {
 	plan   *Plan
+	call   int // the Plan's place among Merge's: a cached Plan may come twice
 	worker int
 	buffer uint8 // the Plan's first buffer index in the merged Plan
 }
 
 // appendChain appends channel ch's merged workers: worker index w runs the
-// steps of every Plan's worker w, in group order.
-func (out *Plan) appendChain(ch uint16, links []chainLink) error {
-	var order []*Plan // Plans of the chain, in group order
-	for _, l := range links {
-		if len(order) == 0 || order[len(order)-1] != l.plan {
-			order = append(order, l.plan)
+// steps of every Plan's worker w, in group order, with an Advance between
+// two Plans. A Plan without a worker w on ch only advances there, once per
+// call it holds, so every worker of the channel ends at the same epoch.
+func (out *Plan) appendChain(ch uint16, links []chainLink) {
+	var parts [][]chainLink // per Plan of the chain, in group order: its workers on ch
+	width := 0              // worker indices 0..width-1 are in use
+	for i, l := range links {
+		if i == 0 || links[i-1].call != l.call {
+			parts = append(parts, nil)
 		}
+		parts[len(parts)-1] = append(parts[len(parts)-1], l)
+		width = max(width, int(l.plan.Workers[l.worker].Index)+1)
 	}
-	if int64(len(order))*opSpan >= EpochAdvance {
-		return errs.New(errs.ErrUnsupported, "snac: Merge chains %d Plans on channel %d (at most %d)", len(order), ch, EpochAdvance/opSpan-1)
-	}
-	byIndex := map[uint16][]Step{}
-	var indices []uint16
-	for _, l := range links {
-		op := slices.Index(order, l.plan)
-		wk := l.plan.Workers[l.worker]
-		if _, ok := byIndex[wk.Index]; !ok {
-			indices = append(indices, wk.Index)
-		}
-		byIndex[wk.Index] = appendLinked(byIndex[wk.Index], l.plan.WorkerSteps(l.worker), op, op == len(order)-1, l.buffer)
-	}
-	slices.Sort(indices)
-	for _, idx := range indices {
+	for idx := range uint16(width) {
 		first := len(out.Steps)
-		out.Steps = append(out.Steps, byIndex[idx]...)
+		for i, part := range parts {
+			if i > 0 {
+				out.Steps = append(out.Steps, Step{Verb: Advance})
+			}
+			out.Steps = appendWorker(out.Steps, part, idx)
+		}
 		out.Workers = append(out.Workers, Worker{Channel: ch, Index: idx, First: uint32(first), Count: uint32(len(out.Steps) - first)})
 	}
-	return nil
 }
 
-// appendLinked appends the steps of the op-th Plan of a chain, shifted: body
-// deltas by op*opSpan, the done tail to the op's end unless it is the last,
-// and, after each done wait, a wait for the previous op's end.
-func appendLinked(dst, steps []Step, op int, last bool, buffer uint8) []Step {
-	base := int64(op) * opSpan
-	for _, s := range steps {
-		for k := range s.Src {
-			s.Src[k] = rebuffer(s.Src[k], buffer)
+// appendWorker appends the steps of worker index idx among one Plan's
+// workers on a channel (part), re-indexed to the Plan's buffers; when the
+// Plan has no such worker, the Advance steps its workers there hold.
+func appendWorker(dst []Step, part []chainLink, idx uint16) []Step {
+	for _, w := range part {
+		if w.plan.Workers[w.worker].Index != idx {
+			continue
 		}
-		s.Dst = rebuffer(s.Dst, buffer)
-		switch {
-		case s.Delta == DoneDelta:
+		for _, s := range w.plan.WorkerSteps(w.worker) {
+			for k := range s.Src {
+				s.Src[k] = rebuffer(s.Src[k], w.buffer)
+			}
+			s.Dst = rebuffer(s.Dst, w.buffer)
 			dst = append(dst, s)
-			if op > 0 {
-				s.Delta = base // previous op's end: (op-1)*opSpan + opSpan
-			}
-		case s.Delta == EpochAdvance && slotKind(s.Slot) == FlagDone:
-			if !last {
-				s.Delta = base + opSpan
-			}
-		case s.Delta > 0:
-			s.Delta += base
 		}
-		if s.Delta != DoneDelta {
+		return dst
+	}
+	for _, s := range part[0].plan.WorkerSteps(part[0].worker) {
+		if s.Verb == Advance {
 			dst = append(dst, s)
 		}
 	}
@@ -143,9 +127,6 @@ func rebuffer(r Ref, buffer uint8) Ref {
 	}
 	return r
 }
-
-// slotKind is the flag kind of a slot (see FlagSlot).
-func slotKind(slot uint32) int { return int(slot/(MaxRanks*MaxWorkers)) % numFlagKinds }
 
 // collective reports whether p has workers on the collective channel.
 func (p *Plan) collective() bool {

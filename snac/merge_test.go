@@ -1,7 +1,6 @@
 package snac_test
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
 
@@ -13,77 +12,6 @@ import (
 	"purlin/spec/spectest"
 )
 
-// p2pOp is one send/recv pair of a group.
-type p2pOp struct {
-	from, to int
-	count    uint64
-	t        spec.DataType
-}
-
-// runGroup runs one group of point-to-point ops (and optionally a collective
-// in the same group) on every rank: each rank builds a Plan per op it takes
-// part in, in group order, and merges them.
-func (w *world) runGroup(ops []p2pOp) {
-	launches := make([][]*snactest.Launch, w.n)
-	type check struct {
-		l    *snactest.Launch
-		at   uint64
-		want []byte
-		rank int
-	}
-	var checks []check
-	for r := range w.n {
-		var plans []*snac.Plan
-		var bufs []snactest.Buffer
-		var mem []byte
-		for _, op := range ops {
-			if op.from != r && op.to != r {
-				continue
-			}
-			c := &spec.Call{Coll: spec.SendRecv, Type: op.t, Count: op.count, Rank: r, NRanks: w.n, IsSend: op.from == r}
-			c.Peer = op.to
-			if !c.IsSend {
-				c.Peer = op.from
-			}
-			p, err := snac.Build(c, w.rankTopo(r))
-			require.NoError(w.t, err)
-			plans = append(plans, p)
-			n := op.count * uint64(op.t.Size())
-			at := uint64(len(mem))
-			mem = append(mem, make([]byte, n+32)...)
-			if c.IsSend {
-				bufs = append(bufs, snactest.Buffer{Send: at, In: n})
-			} else {
-				bufs = append(bufs, snactest.Buffer{Recv: at, Out: n})
-			}
-		}
-		garbage(w.rng, mem)
-		plan := &snac.Plan{NRanks: w.n}
-		if len(plans) > 0 {
-			var err error
-			plan, err = snac.Merge(plans...)
-			require.NoError(w.t, err)
-		}
-		launches[r] = []*snactest.Launch{{Plan: plan, Mem: mem, Bufs: bufs}}
-	}
-	// Fill the senders' buffers and remember what each receiver expects.
-	next := make([]int, w.n)
-	for _, op := range ops {
-		n := op.count * uint64(op.t.Size())
-		s := launches[op.from][0]
-		sb := s.Bufs[next[op.from]]
-		next[op.from]++
-		spectest.Fill(w.rng, op.t, spec.Sum, s.Mem[sb.Send:sb.Send+n])
-		rb := launches[op.to][0].Bufs[next[op.to]]
-		next[op.to]++
-		checks = append(checks, check{launches[op.to][0], rb.Recv, bytes.Clone(s.Mem[sb.Send : sb.Send+n]), op.to})
-	}
-	require.NoError(w.t, w.sim.Run(launches))
-	for _, c := range checks {
-		require.Equal(w.t, c.want, c.l.Mem[c.at:c.at+uint64(len(c.want))], "rank %d receive", c.rank)
-	}
-}
-
 // TestMergedGroups runs random groups of sends and receives (several to one
 // peer among them, so chains are exercised) mixed with collectives.
 func TestMergedGroups(t *testing.T) {
@@ -92,17 +20,18 @@ func TestMergedGroups(t *testing.T) {
 		n := 2 + rng.IntN(7)
 		w := newWorld(t, n, seed)
 		for round := range 8 {
-			var ops []p2pOp
+			prog := spectest.Program{NRanks: n}
 			for range 1 + rng.IntN(2*n) {
 				from := rng.IntN(n)
 				to := (from + 1 + rng.IntN(n-1)) % n
-				if rng.IntN(4) == 0 && len(ops) > 0 { // same pair again: a chain
-					from, to = ops[0].from, ops[0].to
+				if rng.IntN(4) == 0 && len(prog.Events) > 0 { // same pair again: a chain
+					from, to = prog.Events[0].From, prog.Events[0].To
 				}
 				t := everyType[rng.IntN(len(everyType))]
-				ops = append(ops, p2pOp{from, to, randomBytes(rng) / 4 / uint64(t.Size()), t})
+				prog.Events = append(prog.Events, spectest.Event{From: from, To: to, Count: randomBytes(rng) / 4 / uint64(t.Size()), Type: t})
 			}
-			w.runGroup(ops)
+			prog.OneGroup()
+			w.runProgram(&prog, false)
 			if round%2 == 1 {
 				calls := randomCalls(rng, n)
 				require.NoError(t, w.run(calls, false), "seed %d: %s", seed, describe(calls, false))

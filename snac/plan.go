@@ -9,18 +9,19 @@ const (
 	MaxWorkers = 64 // workers (GPU thread blocks, host goroutines) in one Plan
 	MaxSrc     = MaxRanks
 
-	// EpochAdvance is what every Plan adds to its workers' epochs. It is
-	// odd, so consecutive calls use opposite staging halves, and constant, so
-	// every rank advances alike without agreeing on anything first, and a
-	// Plan can name the epoch of an earlier call (see DoneDelta). Flag deltas
-	// inside one Plan stay below it.
+	// EpochAdvance is what every call adds to its workers' epochs: a Plan
+	// adds it once per call it holds (see Advance). It is odd, so
+	// consecutive calls use opposite staging halves, and constant, so every
+	// rank advances alike without agreeing on anything first, and a Plan can
+	// name the epoch of an earlier call (see DoneDelta). Flag deltas inside
+	// one call stay below it.
 	EpochAdvance = 1<<20 + 1
 	// DoneDelta is the Wait delta that means "the call two calls ago is done":
 	// a producer waits for it before it overwrites the staging half that call used.
 	DoneDelta = -EpochAdvance
 )
 
-// Verb is one of the four things an Atom does.
+// Verb is one of the things an Atom does.
 type Verb uint8
 
 const (
@@ -38,9 +39,13 @@ const (
 	// rank's flag Slot is >= epoch+Delta (acquire), then compares the check
 	// word with Check: a difference means the ranks disagree on the call.
 	Wait
+	// Advance adds EpochAdvance to the worker's epoch: the steps after it
+	// are the next call on the worker's channel, run as if launched alone
+	// (Merge chains the calls of a group this way). It uses no other field.
+	Advance
 )
 
-var verbNames = [...]string{"copy", "reduce", "notify", "wait"}
+var verbNames = [...]string{"copy", "reduce", "notify", "wait", "advance"}
 
 func (v Verb) String() string { return verbNames[v] }
 
@@ -92,7 +97,8 @@ type Step struct {
 }
 
 // Worker is one lane of a Plan: its steps run in order. Its epoch lives in
-// the shared state at EpochSlot(Channel, Index), never on the host.
+// the shared state at EpochSlot(Channel, Index), never on the host. All
+// workers of one channel in a Plan hold the same number of Advance steps.
 type Worker struct {
 	Channel uint16 // Collective, or a point-to-point channel (see SendChannel, RecvChannel)
 	Index   uint16 // epoch slot within the channel

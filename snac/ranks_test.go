@@ -7,6 +7,7 @@ import (
 
 	"purlin/snac"
 	"purlin/spec"
+	"purlin/spec/spectest"
 )
 
 // The property tests draw the rank count at random, and under -race only a
@@ -93,12 +94,13 @@ func TestPointToPointAtFourAndEightRanks(t *testing.T) {
 		w := newWorld(t, n, uint64(n))
 		for i, bytes := range []uint64{24, 700, 6 << 10, 40 << 10} {
 			typ := everyType[(i*5+n)%len(everyType)]
-			var ops []p2pOp
+			prog := spectest.Program{NRanks: n}
 			for r := range n {
-				ops = append(ops, p2pOp{r, (r + 1) % n, bytes / uint64(typ.Size()), typ},
-					p2pOp{r, (r + n/2) % n, bytes/uint64(typ.Size()) + 1, typ})
+				prog.Events = append(prog.Events, spectest.Event{From: r, To: (r + 1) % n, Count: bytes / uint64(typ.Size()), Type: typ},
+					spectest.Event{From: r, To: (r + n/2) % n, Count: bytes/uint64(typ.Size()) + 1, Type: typ})
 			}
-			w.runGroup(ops)
+			prog.OneGroup()
+			w.runProgram(&prog, false)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 		perChannel[w.Channel]++
 	}
 	for i, s := range p.Steps {
-		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Wait {
+		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Advance {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d: bad verb %d or %d sources", i, s.Verb, s.NSrc)
 		}
 	}

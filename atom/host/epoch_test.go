@@ -47,3 +47,34 @@ func TestEpochRuleAcrossWorkerCounts(t *testing.T) {
 		}
 	}
 }
+
+// Advance steps run the calls a Plan chains at the epochs separate launches
+// would have: rank 0 runs three calls merged into one Plan (workers of the
+// shorter calls only advance), rank 1 launches them one by one, and every
+// call meets its twin. Without Advance the merged calls would all run at
+// the first call's epoch and rank 1's later calls would time out.
+func TestAdvanceMatchesSeparateLaunches(t *testing.T) {
+	ranks := newRanks(t, 2, 5*time.Second)
+	counts := []int{3, 1, 4}
+	for round := range 2 {
+		var parts []*snac.Plan
+		for _, k := range counts {
+			parts = append(parts, pingPlan(0, k))
+		}
+		merged, err := snac.Merge(parts...)
+		require.NoError(t, err)
+		require.NoError(t, ranks[0].Launch(merged, []atom.Buffers{}, 0))
+		for _, k := range counts {
+			require.NoError(t, ranks[1].Launch(pingPlan(1, k), []atom.Buffers{}, 0))
+		}
+		for _, err := range syncAll(ranks) {
+			require.NoError(t, err, "round %d", round)
+		}
+		for r, rk := range ranks {
+			want := uint64((round+1)*len(counts)) * snac.EpochAdvance
+			for w := range snac.MaxWorkers {
+				require.Equal(t, want, rk.segs[r].epochs[snac.EpochSlot(snac.Collective, uint16(w))], "rank %d slot %d after round %d", r, w, round)
+			}
+		}
+	}
+}

@@ -65,7 +65,8 @@ type worker struct {
 	epoch uint64
 }
 
-// runWorker runs worker w's steps between reading and advancing its epoch.
+// runWorker runs worker w's steps between reading and advancing its epoch
+// (Advance steps advance it on the way).
 func (r *Rank) runWorker(p *snac.Plan, op spec.Op, w int, bufs []atom.Buffers) error {
 	wk := p.Workers[w]
 	if wk.Channel >= snac.NumChannels || wk.Index >= snac.MaxWorkers || uint64(wk.First)+uint64(wk.Count) > uint64(len(p.Steps)) {
@@ -110,6 +111,9 @@ func (x *worker) step(s *snac.Step) error {
 		return x.notify(s)
 	case snac.Wait:
 		return x.wait(s)
+	case snac.Advance:
+		x.epoch += snac.EpochAdvance
+		return nil
 	}
 	return errs.New(errs.ErrInternal, "unknown verb %d", s.Verb)
 }

@@ -1,6 +1,6 @@
 // Package snactest is a protocol simulator for SNAC Plans: a deterministic,
 // single-threaded interpreter of n ranks' Plans over byte slices. It runs
-// the four verbs exactly as an Atom does (flags, check words, parity halves,
+// the verbs exactly as an Atom does (flags, check words, parity halves,
 // packets, epochs and the epoch rule) and keeps the shared state of every
 // rank across calls, so sequences of mixed calls can be checked.
 //
@@ -10,10 +10,12 @@
 // a dump of every blocked worker.
 //
 // It also checks protocol safety: every staging and packet byte is tagged
-// with (writer rank, call index), and a consumer that reads bytes not written
-// by their owner in its current call fails, as does a producer that writes
+// with (writer rank, call index on the writer's channel, from its epoch),
+// and a consumer that reads bytes not written by their owner in the call it
+// is running (by its own epoch) fails, as does a producer that writes
 // another rank's staging. A write outside the Recv extent of the call (or
-// into Send) fails. Flags must never go backwards.
+// into Send) fails. Flags must never go backwards, and the workers of one
+// channel in a Plan must hold the same number of Advance steps.
 //
 // Run stops at the first error; RunEach goes on as Atoms do, with the
 // failing rank broken and the others running, and returns every rank's

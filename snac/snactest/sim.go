@@ -111,7 +111,14 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 				out[rk.id], rk.queue = rk.broken, nil
 				continue
 			}
-			s.advance(rk)
+			if err := s.advance(rk); err != nil {
+				out[rk.id] = err
+				if firstOnly {
+					return out
+				}
+				rk.broken, rk.cur, rk.queue = err, nil, nil
+				continue
+			}
 			if rk.cur == nil {
 				continue
 			}
@@ -153,22 +160,25 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 
 // advance finishes rank rk's current Launch when all its workers are done
 // and starts the next one, reading every worker's epoch.
-func (s *Sim) advance(rk *rank) {
+func (s *Sim) advance(rk *rank) error {
 	for {
 		if rk.cur != nil {
 			for _, w := range rk.workers {
 				if !w.done {
-					return
+					return nil
 				}
 			}
 			rk.cur = nil
 			rk.calls++
 		}
 		if len(rk.queue) == 0 {
-			return
+			return nil
 		}
 		rk.cur, rk.queue = rk.queue[0], rk.queue[1:]
 		p := rk.cur.Plan
+		if err := sameAdvances(p); err != nil {
+			return fmt.Errorf("snactest: rank %d call %d: %w", rk.id, rk.calls, err)
+		}
 		rk.workers = make([]worker, len(p.Workers))
 		for i, wk := range p.Workers {
 			rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)]}
@@ -177,6 +187,25 @@ func (s *Sim) advance(rk *rank) {
 			}
 		}
 	}
+}
+
+// sameAdvances checks that the workers of each channel of p hold the same
+// number of Advance steps, so they all end at the same epoch.
+func sameAdvances(p *snac.Plan) error {
+	calls := map[uint16]int{}
+	for w, wk := range p.Workers {
+		n := 0
+		for _, st := range p.WorkerSteps(w) {
+			if st.Verb == snac.Advance {
+				n++
+			}
+		}
+		if m, ok := calls[wk.Channel]; ok && m != n {
+			return errs.New(errs.ErrInternal, "worker %d of channel %d holds %d Advance steps, another %d", w, wk.Channel, n, m)
+		}
+		calls[wk.Channel] = n
+	}
+	return nil
 }
 
 // finish applies the epoch rule when worker i has run its last step.

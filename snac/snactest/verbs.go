@@ -82,6 +82,8 @@ func (s *Sim) step(rk *rank, i int) error {
 		}
 	case snac.Copy, snac.Reduce:
 		err = s.move(rk, w, st)
+	case snac.Advance:
+		w.epoch += snac.EpochAdvance
 	default:
 		err = errs.New(errs.ErrInternal, "unknown verb %d", st.Verb)
 	}
@@ -139,10 +141,10 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 		if at+n > uint64(len(owner.stage)) {
 			return nil, errs.New(errs.ErrInternal, "reads staging [%d,+%d) of %d", at, n, len(owner.stage))
 		}
-		want := tag(rk.calls, owner.id)
+		want := tag(w.epoch, owner.id)
 		for k := at / tagUnit; k < (at+n+tagUnit-1)/tagUnit; k++ {
 			if owner.stageTag[k] != want {
-				return nil, errs.New(errs.ErrInternal, "reads rank %d staging byte %d tagged %s in call %d", owner.id, k*tagUnit, tagString(owner.stageTag[k]), rk.calls)
+				return nil, errs.New(errs.ErrInternal, "reads rank %d staging byte %d tagged %s in channel call %d", owner.id, k*tagUnit, tagString(owner.stageTag[k]), channelCall(w.epoch))
 			}
 		}
 		return append([]byte(nil), owner.stage[at:at+n]...), nil
@@ -159,8 +161,8 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 			if hi := uint32(le.Uint64(owner.packets[pk+8:]) >> 32); hi != uint32(st.Check) {
 				return nil, errs.New(errs.ErrMismatch, "packet check %#x, want %#x", hi, uint32(st.Check))
 			}
-			if c := owner.packetTag[pk/16] >> 4; c != uint32(rk.calls+1) {
-				return nil, errs.New(errs.ErrInternal, "reads a packet of rank %d tagged %s in call %d", owner.id, tagString(owner.packetTag[pk/16]), rk.calls)
+			if c := owner.packetTag[pk/16] >> 4; c != tag(w.epoch, 0)>>4 {
+				return nil, errs.New(errs.ErrInternal, "reads a packet of rank %d tagged %s in channel call %d", owner.id, tagString(owner.packetTag[pk/16]), channelCall(w.epoch))
 			}
 			copy(out[8*p:min(8*p+8, n)], owner.packets[pk:pk+8])
 		}
@@ -195,7 +197,7 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 			return errs.New(errs.ErrInternal, "writes staging [%d,+%d) of %d", at, n, len(rk.stage))
 		}
 		copy(rk.stage[at:], data)
-		fill(rk.stageTag[at/tagUnit:(at+n+tagUnit-1)/tagUnit], tag(rk.calls, rk.id))
+		fill(rk.stageTag[at/tagUnit:(at+n+tagUnit-1)/tagUnit], tag(w.epoch, rk.id))
 	case snac.SpacePacket:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
@@ -204,7 +206,7 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 			return errs.New(errs.ErrInternal, "writes packets [%d,+%d) of %d", at, 16*npk, len(owner.packets))
 		}
 		word := packetWord(w, st)
-		t := tag(rk.calls, rk.id)
+		t := tag(w.epoch, rk.id)
 		for p := range npk {
 			pk := at + 16*p
 			var payload [8]byte
@@ -234,11 +236,19 @@ func fill[T any](s []T, v T) {
 // pieces, and a piece's reader reads exactly what its writer wrote.
 const tagUnit = 16
 
-func tag(call, writer int) uint32 { return uint32(call+1)<<4 | uint32(writer) }
+// tag names the writer of staging or packet bytes and the call it wrote
+// them in: the writing worker's epoch, which counts the calls on its
+// channel. The reader's worker runs the same call at the same epoch (its
+// own channel's count of calls to or from the writer, or the collective
+// count), however either rank grouped its calls into Plans.
+func tag(epoch uint64, writer int) uint32 { return uint32(channelCall(epoch)+1)<<4 | uint32(writer) }
+
+// channelCall is the index of a worker's call on its channel.
+func channelCall(epoch uint64) uint64 { return epoch / snac.EpochAdvance }
 
 func tagString(t uint32) string {
 	if t == 0 {
 		return "never written"
 	}
-	return fmt.Sprintf("(rank %d, call %d)", t&15, int(t>>4)-1)
+	return fmt.Sprintf("(rank %d, channel call %d)", t&15, int(t>>4)-1)
 }

@@ -201,6 +201,62 @@ static void test_windows_released_one_comm_at_a_time(void) {
     for (int i = 0; i < 2; i++) EXPECT(ncclMemFree(buf[r][i]) == ncclSuccess, "ncclMemFree rank %d", r);
 }
 
+/* p2p_value: element i of the k-th transfer from rank `from` to rank `to`. */
+static float p2p_value(int from, int to, int k, size_t i) {
+  return (float)((from * 131 + to * 31 + k * 7 + (int)(i % 65521)) % 65521);
+}
+
+/* NCCL matches the k-th send from one rank to another with the k-th receive
+ * there, however either side groups its calls. Rank 0 sends two to every
+ * peer in one group while the peers receive one call at a time (and the
+ * reverse), at a packet size and at one past the host's staging half (a ring). */
+static void test_p2p_mixed_groups(void) {
+  enum { N = 4, K = 2 };
+  static const size_t counts[] = {1000, 300007};
+  clique q;
+  if (clique_init(&q, N) != 0) return;
+  for (int toroot = 0; toroot < 2 && !harness_failed(); toroot++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0] && !harness_failed(); c++) {
+      size_t count = counts[c];
+      float *src[N][K], *dst[N][K]; /* transfer k between rank 0 and peer p: the sender's and the receiver's buffer */
+      for (int p = 1; p < N; p++)
+        for (int k = 0; k < K; k++) {
+          src[p][k] = malloc(count * sizeof(float));
+          dst[p][k] = malloc(count * sizeof(float));
+          for (size_t i = 0; i < count; i++)
+            src[p][k][i] = p2p_value(toroot ? p : 0, toroot ? 0 : p, k, i), dst[p][k][i] = -1.0f;
+        }
+      /* Rank 0: every transfer in one group. */
+      ncclGroupStart();
+      for (int k = 0; k < K; k++)
+        for (int p = 1; p < N; p++) {
+          ncclResult_t rc = toroot ? ncclRecv(dst[p][k], count, ncclFloat32, p, q.comms[0], NULL)
+                                   : ncclSend(src[p][k], count, ncclFloat32, p, q.comms[0], NULL);
+          EXPECT(rc == ncclSuccess, "rank 0 call %d with %d: %d", k, p, rc);
+        }
+      EXPECT(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd: %s", ncclGetLastError(NULL));
+      /* The peers: one call at a time (each only enqueues on its own queue). */
+      for (int p = 1; p < N; p++)
+        for (int k = 0; k < K; k++) {
+          ncclResult_t rc = toroot ? ncclSend(src[p][k], count, ncclFloat32, 0, q.comms[p], NULL)
+                                   : ncclRecv(dst[p][k], count, ncclFloat32, 0, q.comms[p], NULL);
+          EXPECT(rc == ncclSuccess, "rank %d call %d: %d", p, k, rc);
+        }
+      for (int r = 0; r < N; r++)
+        EXPECT(purlinCommSynchronize(PC(q.comms[r])) == purlinSuccess, "rank %d synchronize: %s", r,
+               ncclGetLastError(q.comms[r]));
+      for (int p = 1; p < N; p++)
+        for (int k = 0; k < K; k++) {
+          if (memcmp(src[p][k], dst[p][k], count * sizeof(float)) != 0)
+            FAILF("transfer %d between ranks 0 and %d (count %zu, %s, rank 0 grouped) arrived wrong", k, p, count,
+                  toroot ? "to rank 0" : "from rank 0");
+          free(src[p][k]);
+          free(dst[p][k]);
+        }
+    }
+  clique_destroy(&q);
+}
+
 int main(int argc, char** argv) {
   harness_init("c-single", 300);
   if (argc > 1) g_seed = strtoull(argv[1], NULL, 0);
@@ -215,5 +271,6 @@ int main(int argc, char** argv) {
   RUN(test_nccl_init_all);
   RUN(test_host_stream);
   RUN(test_windows_released_one_comm_at_a_time);
+  RUN(test_p2p_mixed_groups);
   return harness_finish();
 }

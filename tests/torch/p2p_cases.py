@@ -50,6 +50,36 @@ def test_batch_isend_irecv(ctx: Ctx) -> None:
         check(f"batch_isend_irecv {dtype} rank {ctx.rank}", out, theirs(ctx, prv, count, dtype, off))
 
 
+def test_batch_against_plain(ctx: Ctx) -> None:
+    """NCCL matches sends and receives in order, not by grouping: rank 0 posts two transfers of
+    one shape (a pipeline's microbatches) in one batch_isend_irecv (one NCCL group), rank 1 posts
+    them as two plain calls; first rank 0 sends, then rank 1 (a size past the staging half)."""
+    if ctx.rank > 1:
+        return
+    peer = 1 - ctx.rank
+    for rnd, (dtype, count) in enumerate(((torch.float32, 4099), (torch.bfloat16, 1 << 20))):
+        sender, offs = rnd, (51 + 2 * rnd, 52 + 2 * rnd)
+        if ctx.rank == sender:
+            bufs = [ctx.input(count, dtype, off) for off in offs]
+        else:
+            bufs = [torch.zeros(count, dtype=dtype, device=ctx.device) for _ in offs]
+        if ctx.rank == 0:
+            op = dist.isend if ctx.rank == sender else dist.irecv
+            works = ctx.call("batch_isend_irecv", dist.batch_isend_irecv, [dist.P2POp(op, b, peer) for b in bufs])
+            for w in works or ():
+                w.wait()
+        else:
+            for b in bufs:
+                if ctx.rank == sender:
+                    ctx.call("send", dist.send, b, dst=peer)
+                else:
+                    ctx.call("recv", dist.recv, b, src=peer)
+        ctx.sync()
+        if ctx.rank != sender:
+            for off, b in zip(offs, bufs):
+                check(f"batched against plain {dtype} rank {ctx.rank}", b, theirs(ctx, sender, count, dtype, off))
+
+
 def test_barrier(ctx: Ctx) -> None:
     """The last rank arrives late; nobody may leave the barrier before it arrives."""
     late = ctx.world - 1
@@ -91,6 +121,6 @@ def test_new_group(ctx: Ctx) -> None:
     ctx.notes.append("new_group: groups created and destroyed")
 
 
-CASES = [test_send_recv, test_batch_isend_irecv, test_barrier, test_new_group]
+CASES = [test_send_recv, test_batch_isend_irecv, test_batch_against_plain, test_barrier, test_new_group]
 
 __all__ = ["CASES", "Unsupported"]

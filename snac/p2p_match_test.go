@@ -1,0 +1,167 @@
+package snac_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/snac/snactest"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// runProgram runs a program on every rank, launching each rank's groups as
+// comm does (Program.Launches), a group's transfers merged into one Plan
+// (with nest, merged in two halves first). Every received byte and every
+// collective's output is checked.
+func (w *world) runProgram(prog *spectest.Program, nest bool) {
+	type landing struct {
+		l  *snactest.Launch
+		at uint64 // Recv offset in l.Mem
+	}
+	payload := make([][]byte, len(prog.Events))
+	got := make([]landing, len(prog.Events))            // where each transfer lands
+	want := make([][]spectest.Output, len(prog.Events)) // collectives: per rank
+	collLaunch := make([][]*snactest.Launch, len(prog.Events))
+	for k, e := range prog.Events {
+		if e.Calls == nil {
+			payload[k] = make([]byte, e.Bytes())
+			garbage(w.rng, payload[k])
+			continue
+		}
+		in := spectest.Inputs(w.rng, e.Calls)
+		want[k] = spectest.Expected(e.Calls, in)
+		for r, c := range e.Calls {
+			l, err := w.launch(c, false, in[r])
+			require.NoError(w.t, err)
+			collLaunch[k] = append(collLaunch[k], l)
+		}
+	}
+	launches := make([][]*snactest.Launch, w.n)
+	for r := range w.n {
+		units, err := prog.Launches(r)
+		require.NoError(w.t, err)
+		for _, unit := range units {
+			if e := prog.Events[unit[0].Event]; e.Calls != nil {
+				launches[r] = append(launches[r], collLaunch[unit[0].Event][r])
+				continue
+			}
+			var plans []*snac.Plan
+			p2p := &snactest.Launch{}
+			for _, op := range unit {
+				e := prog.Events[op.Event]
+				c := e.Call(r, w.n, op.Send)
+				p, err := w.plans[r].Plan(&c, w.rankTopo(r))
+				require.NoError(w.t, err)
+				plans = append(plans, p)
+				n := e.Bytes()
+				at := uint64(len(p2p.Mem))
+				mem := make([]byte, n+32)
+				garbage(w.rng, mem)
+				if op.Send {
+					copy(mem, payload[op.Event])
+					p2p.Bufs = append(p2p.Bufs, snactest.Buffer{Send: at, In: n})
+				} else {
+					p2p.Bufs = append(p2p.Bufs, snactest.Buffer{Recv: at, Out: n})
+					got[op.Event] = landing{p2p, at}
+				}
+				p2p.Mem = append(p2p.Mem, mem...)
+			}
+			p2p.Plan = w.merge(plans, nest)
+			launches[r] = append(launches[r], p2p)
+		}
+	}
+	require.NoError(w.t, w.sim.Run(launches), "%s", prog)
+	for k, e := range prog.Events {
+		if e.Calls != nil {
+			for r, c := range e.Calls {
+				w.checkOutput(c, collLaunch[k][r], want[k][r], false)
+			}
+			continue
+		}
+		g := got[k]
+		require.Equal(w.t, payload[k], g.l.Mem[g.at:g.at+e.Bytes()], "transfer %d of %s", k, prog)
+	}
+}
+
+// merge merges plans, or with nest the merges of its two halves: Merge
+// takes Plans that are merges themselves (chains of several calls). Plans
+// without workers keep it flat (they hold no buffer a merge could count).
+func (w *world) merge(plans []*snac.Plan, nest bool) *snac.Plan {
+	for _, p := range plans {
+		nest = nest && len(p.Workers) > 0
+	}
+	if h := len(plans) / 2; nest && h > 0 {
+		a, err := snac.Merge(plans[:h]...)
+		require.NoError(w.t, err)
+		b, err := snac.Merge(plans[h:]...)
+		require.NoError(w.t, err)
+		plans = []*snac.Plan{a, b}
+	}
+	m, err := snac.Merge(plans...)
+	require.NoError(w.t, err)
+	return m
+}
+
+// p2pSizes reach every regime of testTopo's point-to-point areas: packets,
+// staged, chunked, and a ring of many chunks.
+var p2pSizes = []uint64{40, 3000, 14000, 100000}
+
+// NCCL matches the k-th send from one rank to another with the k-th
+// receive there, however either side groups its calls: a merged group must
+// number its transfers on a pair exactly as separate calls do.
+func TestP2PMatchesAcrossGroupings(t *testing.T) {
+	for _, tc := range spectest.GroupingCases() {
+		sizes := p2pSizes
+		switch {
+		case tc.Fixed:
+			sizes = []uint64{0}
+		case tc.Unblocked:
+			sizes = p2pSizes[:3] // no ring
+		}
+		for _, size := range sizes {
+			t.Run(fmt.Sprintf("%s/%dB", tc.Name, size), func(t *testing.T) {
+				w := newWorld(t, tc.Program.NRanks, size)
+				for round := range 3 { // later rounds start from advanced epochs
+					p := tc.Program
+					if !tc.Fixed {
+						p = p.Resized(size + uint64(round))
+					}
+					w.runProgram(&p, false)
+				}
+			})
+		}
+	}
+}
+
+// TestP2PRandomGroupings runs random programs grouped at random on each
+// rank, at 2, 4 and 8 ranks, checking every byte received; half of them
+// merge each group's Plans in two stages.
+func TestP2PRandomGroupings(t *testing.T) {
+	seeds := 6
+	if testing.Short() || raceEnabled {
+		seeds = 2
+	}
+	for _, n := range []int{2, 4, 8} {
+		for seed := range uint64(seeds) {
+			t.Run(fmt.Sprintf("%d ranks seed %d", n, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, uint64(n)))
+				w := newWorld(t, n, seed)
+				bytes := func() uint64 {
+					if rng.IntN(8) == 0 {
+						return 0
+					}
+					return rng.Uint64N(p2pSizes[rng.IntN(len(p2pSizes))] + 1)
+				}
+				coll := func() []*spec.Call { return randomCalls(rng, n) }
+				for i := range 4 {
+					prog := spectest.RandomProgram(rng, n, 2+rng.IntN(4*n), 12, bytes, coll)
+					w.runProgram(&prog, i%2 == 1)
+				}
+			})
+		}
+	}
+}
