@@ -7,8 +7,11 @@
 # Parts, in priority order, each under its own timeout, continuing after a
 # failure, each ending in one PASS/FAIL/SKIP line:
 #   build     purlin-perf-cuda on Purlin and on NCCL (nvidia-nccl-cu13 from
-#             python3's site-packages, else the system NCCL), memalloc_e2e
+#             python3's site-packages, else the system NCCL), memalloc_e2e,
+#             purlin-perf's staging test
 #   e2e       tests/gpu/memalloc_e2e.c: comm on the CUDA Atom through the C ABI
+#   staging   cmd/purlin-perf/tests/staging_test.c: purlin-perf's uploads and
+#             downloads are ordered with its streams (else it flags NCCL itself)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
 #             allgather, 8 B..64 MiB for the rest and for graph mode)
@@ -16,8 +19,8 @@
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
 # Everything lands in $OUT (or build/gpu/logs), at most 8 files, one level:
-# env.log e2e.log perf-purlin.txt perf-nccl.txt perf-mproc.txt memcheck.log
-# go-tests.log summary.txt. GPU_BUDGET_S (default 560) bounds the whole run:
+# env.log e2e.log (memalloc_e2e, then the staging test) perf-purlin.txt
+# perf-nccl.txt perf-mproc.txt memcheck.log go-tests.log summary.txt. GPU_BUDGET_S (default 560) bounds the whole run:
 # a part that would start past it is skipped. NVLink multicast stays off.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
 set -uo pipefail
@@ -61,6 +64,14 @@ if (( t > 0 )) && [[ -x $bin/memalloc_e2e ]]; then
   verdict e2e $? "$(grep -c ^PASS "$out/e2e.log") checks passed; $(grep -m1 -o 'CUDA Atom on device [0-9].*' "$out/e2e.log")"
   grep -E "^FAIL" "$out/e2e.log" | head -5 | tee -a "$summary"
 else note "SKIP e2e"; fi
+
+# ---------- staging: purlin-perf's own copies, before its results are trusted ----------
+t=$(left 60)
+if (( t > 0 )) && [[ -x $bin/perf-staging-test ]]; then
+  echo "## perf-staging-test" >>"$out/e2e.log"
+  timeout "$t" "$bin/perf-staging-test" >>"$out/e2e.log" 2>&1
+  verdict staging $? "($(grep -m1 '^staging: [0-9]' "$out/e2e.log"))"
+else note "SKIP staging"; fi
 
 # ---------- perf: the same program on Purlin and on NCCL ----------
 big=(allreduce allgather)
