@@ -3,13 +3,14 @@
 # one fails; each prints one closing "<suite>: N passed, M failed" line, and
 # the script exits non-zero if any suite failed.
 #   suites: go-vet, go-test (go test -race ./...), kernels (make kernels: nvcc
-#   from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests).
+#   from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
+#   diff (tests/diff: random programs against the float64 reference).
 # PURLIN_TEST_SUITES="c abi" runs only those.
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
 make=${MAKE:-make}
-suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python}
+suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff}
 summary=()
 failed_suites=0
 
@@ -58,15 +59,18 @@ suite_abi() {
   return "$rc"
 }
 
-# The Python suite runs in a local venv (.venv, git-ignored) holding the
+# The Python suites run in a local venv (.venv, git-ignored) holding the
 # package's test requirements; the package itself is imported from python/.
+py=.venv/bin/python
+python_venv() {
+  if ! [ -x "$py" ] || ! "$py" -c 'import pytest, pytest_timeout, numpy' 2>/dev/null; then
+    python3 -m venv .venv && "$py" -m pip install -q "pytest>=7" "pytest-timeout>=2" "numpy>=1.22" "ml_dtypes>=0.3"
+  fi
+}
+
 suite_python() {
   if ! $make --no-print-directory lib; then note "python: 0 passed, 1 failed (build)"; return 1; fi
-  local py=.venv/bin/python
-  if ! [ -x "$py" ] || ! "$py" -c 'import pytest, pytest_timeout, numpy' 2>/dev/null; then
-    python3 -m venv .venv && "$py" -m pip install -q "pytest>=7" "pytest-timeout>=2" "numpy>=1.22" "ml_dtypes>=0.3" ||
-      { note "python: 0 passed, 1 failed (could not install pytest, numpy into .venv)"; return 1; }
-  fi
+  python_venv || { note "python: 0 passed, 1 failed (could not install pytest, numpy into .venv)"; return 1; }
   local log; log=$(mktemp)
   PURLIN_LIBRARY="$root/build/libpurlin.so" PYTHONPATH="$root/python" PURLIN_ATOM=${PURLIN_ATOM:-host} \
     timeout -k 10 900 "$py" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$log"
@@ -77,6 +81,23 @@ suite_python() {
   rm -f "$log"
   note "python: ${p:-0} passed, ${f:-0} failed"
   [ "$rc" -eq 0 ]
+}
+
+# The differential test's host half (tests/diff/difftest.py): seeded random programs
+# on the host Atom against the float64 reference, after the checker's dry-run self-test;
+# one process driving 2 ranks, then 2 processes. DIFFTEST_PROGRAMS (default 200) scales
+# it; a failure prints its seed and program, which replay it.
+suite_diff() {
+  if ! $make --no-print-directory lib; then note "diff: 0 passed, 1 failed (build)"; return 1; fi
+  python_venv || { note "diff: 0 passed, 1 failed (could not install numpy into .venv)"; return 1; }
+  local n=${DIFFTEST_PROGRAMS:-200} passed=0 failed=0 args
+  for args in "--dry-run --programs $n" "--procs 1 --programs $n" "--procs 2 --programs $((n / 2))"; do
+    # shellcheck disable=SC2086 # args holds several words
+    if PURLIN_ATOM=host PURLIN_TIMEOUT=20 timeout -k 10 300 "$py" tests/diff/difftest.py --device host \
+      --libs "purlin=$root/build/libpurlin.so" --timeout 280 $args; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  done
+  note "diff: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
 }
 
 for s in $suites; do

@@ -23,7 +23,9 @@ void backend_fini(void);
 /* backend_select_rank makes rank r current (cudaSetDevice); NCCL binds a new communicator to it. */
 int backend_select_rank(int r);
 
-/* Buffers live where rank r's collectives can use them. */
+/* Buffers live where rank r's collectives can use them. An upload or download
+ * comes after the work already queued on rank r's stream and has ended when it
+ * returns, so a collective issued next sees the uploaded data in full. */
 void* backend_alloc(int r, size_t bytes);
 void backend_free(int r, void* p);
 int backend_upload(int r, void* dst, const void* host, size_t bytes);

@@ -73,15 +73,22 @@ void backend_free(int r, void* p) {
   cudaFree(p);
 }
 
+/* Copies go on rank r's own stream and are waited for. A plain cudaMemcpy would
+ * not do: it runs on the legacy default stream, which a non-blocking stream does
+ * not wait for, and from pageable memory it returns once the data is staged,
+ * before the DMA to the device has ended. A collective issued right after it
+ * could then read the input's tail before it arrived. */
 int backend_upload(int r, void* dst, const void* host, size_t bytes) {
   CUDACHECK(cudaSetDevice(device_of(r)), r);
-  CUDACHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), r);
+  CUDACHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, streams[r]), r);
+  CUDACHECK(cudaStreamSynchronize(streams[r]), r);
   return 0;
 }
 
 int backend_download(int r, void* host, const void* src, size_t bytes) {
   CUDACHECK(cudaSetDevice(device_of(r)), r);
-  CUDACHECK(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), r);
+  CUDACHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, streams[r]), r);
+  CUDACHECK(cudaStreamSynchronize(streams[r]), r);
   return 0;
 }
 

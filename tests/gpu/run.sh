@@ -7,19 +7,27 @@
 # Parts, in priority order, each under its own timeout, continuing after a
 # failure, each ending in one PASS/FAIL/SKIP line:
 #   build     purlin-perf-cuda on Purlin and on NCCL (nvidia-nccl-cu13 from
-#             python3's site-packages, else the system NCCL), memalloc_e2e
+#             python3's site-packages, else the system NCCL), memalloc_e2e,
+#             purlin-perf's staging test
 #   e2e       tests/gpu/memalloc_e2e.c: comm on the CUDA Atom through the C ABI
+#   staging   cmd/purlin-perf/tests/staging_test.c: purlin-perf's uploads and
+#             downloads are ordered with its streams (else it flags NCCL itself)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
 #             allgather, 8 B..64 MiB for the rest and for graph mode)
 #   mproc     purlin-perf -m 1 on Purlin ($NGPUS processes: cuMem fds over SCM_RIGHTS)
+#   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
+#             and on NCCL in one process, compared with each other and with a
+#             float64 reference; one process driving $NGPUS GPUs (300 programs),
+#             then $NGPUS processes (200)
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
-# Everything lands in $OUT (or build/gpu/logs), at most 8 files, one level:
-# env.log e2e.log perf-purlin.txt perf-nccl.txt perf-mproc.txt memcheck.log
-# go-tests.log summary.txt, and perf.json (the side-by-side rows in the form of
-# docs/perf/2xh200.json: copy it there to record a run). GPU_BUDGET_S (default 560) bounds the whole run:
-# a part that would start past it is skipped. NVLink multicast stays off.
+# Everything lands in $OUT (or build/gpu/logs): env.log, e2e.log (memalloc_e2e,
+# the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
+# perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (the
+# side-by-side rows in the form of docs/perf/2xh200.json: copy it there to
+# record a run). GPU_BUDGET_S (default 560) bounds the whole run: a part that
+# would start past it is skipped. NVLink multicast stays off.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -63,6 +71,14 @@ if (( t > 0 )) && [[ -x $bin/memalloc_e2e ]]; then
   grep -E "^FAIL" "$out/e2e.log" | head -5 | tee -a "$summary"
 else note "SKIP e2e"; fi
 
+# ---------- staging: purlin-perf's own copies, before its results are trusted ----------
+t=$(left 60)
+if (( t > 0 )) && [[ -x $bin/perf-staging-test ]]; then
+  echo "## perf-staging-test" >>"$out/e2e.log"
+  timeout "$t" "$bin/perf-staging-test" >>"$out/e2e.log" 2>&1
+  verdict staging $? "($(grep -m1 '^staging: [0-9]' "$out/e2e.log"))"
+else note "SKIP staging"; fi
+
 # ---------- perf: the same program on Purlin and on NCCL ----------
 big=(allreduce allgather)
 rest=(reducescatter alltoall broadcast reduce gather scatter sendrecv)
@@ -98,6 +114,24 @@ if (( t > 0 )) && [[ -x $bin/perf-purlin ]]; then
   PURLIN_DEBUG=INFO timeout "$t" "$bin/perf-purlin" all -g "$NGPUS" -m 1 -b 8 -e 16M -f 16 -n 5 -w 1 -c 1 >"$out/perf-mproc.txt" 2>&1
   verdict mproc $? "($(grep -h "Out of bounds" "$out/perf-mproc.txt" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
 else note "SKIP mproc"; fi
+
+# ---------- difftest: random programs on Purlin and on NCCL, compared (tests/diff) ----------
+# One process driving every GPU, then one process per GPU; each run prints one
+# "difftest: PASS|FAIL" line, and every failure its seed and program (they replay it).
+difftest() { # difftest NAME CAP PROCS PROGRAMS
+  local t; t=$(left "$2")
+  if (( t > 10 )) && [[ -f $nccl_lib/libnccl.so.2 && -f $gpu/lib/libpurlin.so ]]; then
+    echo "## difftest $1" >>"$out/e2e.log"
+    timeout -k 5 "$t" python3 "$root/tests/diff/difftest.py" --device cuda --nranks "$NGPUS" --procs "$3" \
+      --programs "$4" --libs "purlin=$gpu/lib/libpurlin.so,nccl=$nccl_lib/libnccl.so.2" --timeout "$(( t - 5 ))" \
+      >>"$out/e2e.log" 2>&1
+    local s=$?
+    verdict "difftest-$1" $s "($(grep -E '^difftest: (PASS|FAIL)' "$out/e2e.log" | tail -1 | cut -c11-220))"
+    [[ $s == 0 ]] || sed -n '/^## difftest '"$1"'$/,$p' "$out/e2e.log" | grep -E -m6 '^difftest FAIL|^  - ' | cut -c1-300 | tee -a "$summary"
+  else note "SKIP difftest-$1"; fi
+}
+difftest 1proc 60 1 300
+difftest nproc 45 "$NGPUS" 200
 
 # ---------- memcheck on a small purlin-perf run ----------
 t=$(left 90)

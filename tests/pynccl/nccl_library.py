@@ -52,10 +52,22 @@ FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "ncclGroupStart": (c_int, []),
     "ncclGroupEnd": (c_int, []),
 }
-# Bound when present: better error texts, and the host-datapath wait.
+# Bound when present: better error texts, the host-datapath wait, and the rest of
+# the collectives and communicator calls (tests/diff uses them).
 OPTIONAL_FUNCTIONS: Dict[str, Tuple[object, List[object]]] = {
     "ncclGetLastError": (c_char_p, [_comm]),
     "purlinCommSynchronize": (c_int, [_comm]),
+    "purlinHostStreamCreate": (c_int, [POINTER(_stream)]),
+    "purlinHostStreamSynchronize": (c_int, [_stream]),
+    "purlinHostStreamDestroy": (c_int, [_stream]),
+    "ncclCommGetAsyncError": (c_int, [_comm, POINTER(c_int)]),
+    "ncclCommSplit": (c_int, [_comm, c_int, c_int, POINTER(_comm), c_void_p]),
+    "ncclRedOpCreatePreMulSum": (c_int, [POINTER(c_int), c_void_p, c_int, c_int, _comm]),
+    "ncclRedOpDestroy": (c_int, [c_int, _comm]),
+    "ncclBcast": (c_int, [_buf, c_size_t, c_int, c_int, _comm, _stream]),
+    "ncclAlltoAll": (c_int, [_buf, _buf, c_size_t, c_int, _comm, _stream]),
+    "ncclGather": (c_int, [_buf, _buf, c_size_t, c_int, c_int, _comm, _stream]),
+    "ncclScatter": (c_int, [_buf, _buf, c_size_t, c_int, c_int, _comm, _stream]),
 }
 
 
@@ -129,11 +141,47 @@ class NCCLLibrary:
     def comm_destroy(self, comm: int) -> None:
         self._check("ncclCommDestroy", self.fns["ncclCommDestroy"](comm))
 
-    def purlin_synchronize(self, comm: int) -> None:
-        fn = self.fns.get("purlinCommSynchronize")
+    def _optional(self, name: str):
+        fn = self.fns.get(name)
         if fn is None:
-            raise AttributeError(f"{self.path} is not Purlin: no purlinCommSynchronize")
-        self._check("purlinCommSynchronize", fn(comm), comm)
+            raise AttributeError(f"{self.path} has no {name}")
+        return fn
+
+    def purlin_synchronize(self, comm: int) -> None:
+        self._check("purlinCommSynchronize", self._optional("purlinCommSynchronize")(comm), comm)
+
+    def host_stream_create(self) -> int:
+        stream = c_void_p()
+        self._check("purlinHostStreamCreate", self._optional("purlinHostStreamCreate")(ctypes.byref(stream)))
+        return stream.value
+
+    def host_stream_synchronize(self, stream: int) -> None:
+        self._check("purlinHostStreamSynchronize", self._optional("purlinHostStreamSynchronize")(stream))
+
+    def host_stream_destroy(self, stream: int) -> None:
+        self._check("purlinHostStreamDestroy", self._optional("purlinHostStreamDestroy")(stream))
+
+    def check_async(self, comm: int) -> None:
+        """Raises NCCLError when comm has an asynchronous error (ncclInProgress is none)."""
+        state = c_int()
+        self._check("ncclCommGetAsyncError", self._optional("ncclCommGetAsyncError")(comm, ctypes.byref(state)), comm)
+        if state.value not in (0, 7):
+            self._check("asynchronous error", state.value, comm)
+
+    def comm_split(self, comm: int, color: int, key: int) -> int:
+        new = c_void_p()
+        self._check(f"ncclCommSplit(color {color}, key {key})",
+                    self._optional("ncclCommSplit")(comm, color, key, ctypes.byref(new), None), comm)
+        return new.value
+
+    def redop_create_premulsum(self, scalar: int, dtype: int, residence: int, comm: int) -> int:
+        op = c_int()
+        self._check("ncclRedOpCreatePreMulSum",
+                    self._optional("ncclRedOpCreatePreMulSum")(ctypes.byref(op), scalar, dtype, residence, comm), comm)
+        return op.value
+
+    def redop_destroy(self, op: int, comm: int) -> None:
+        self._check("ncclRedOpDestroy", self._optional("ncclRedOpDestroy")(op, comm), comm)
 
     # ---- collectives ----
     def all_reduce(self, send, recv, count, dtype, op, comm, stream) -> None:
@@ -151,6 +199,18 @@ class NCCLLibrary:
 
     def broadcast(self, send, recv, count, dtype, root, comm, stream) -> None:
         self._check("ncclBroadcast", self.fns["ncclBroadcast"](send, recv, count, dtype, root, comm, stream), comm)
+
+    def bcast(self, buf, count, dtype, root, comm, stream) -> None:
+        self._check("ncclBcast", self._optional("ncclBcast")(buf, count, dtype, root, comm, stream), comm)
+
+    def all_to_all(self, send, recv, count, dtype, comm, stream) -> None:
+        self._check("ncclAlltoAll", self._optional("ncclAlltoAll")(send, recv, count, dtype, comm, stream), comm)
+
+    def gather(self, send, recv, count, dtype, root, comm, stream) -> None:
+        self._check("ncclGather", self._optional("ncclGather")(send, recv, count, dtype, root, comm, stream), comm)
+
+    def scatter(self, send, recv, count, dtype, root, comm, stream) -> None:
+        self._check("ncclScatter", self._optional("ncclScatter")(send, recv, count, dtype, root, comm, stream), comm)
 
     def send(self, buf, count, dtype, peer, comm, stream) -> None:
         self._check("ncclSend", self.fns["ncclSend"](buf, count, dtype, peer, comm, stream), comm)
