@@ -53,6 +53,28 @@ func TestGPUPeerGone(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second)
 }
 
+// A rank broken by a failed wait runs nothing of its later launches: with
+// its epoch not advanced, they would raise a peer's flags of the failed
+// call with another call's check words, and the peer, still in that call,
+// would report a mismatch (ErrInvalidUsage) instead of its own outcome.
+func TestGPUBrokenRankRunsNothing(t *testing.T) {
+	cause := errs.New(errs.ErrRemote, "rank 1's process exited (test)")
+	rng := rand.New(rand.NewPCG(13, 14))
+	ranks := newGPURanks(t, 2, int64(time.Second))
+	a := newCall(t, ranks, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, 1<<16, rng)
+	b := newCall(t, ranks, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, 1<<16+64, rng)
+	ranks[0].PeerGone(1, cause) // rank 1 is alive: rank 0 only believes it gone
+	launchOne(t, ranks[0], a, 0)
+	ranks[0].sync(t)
+	require.True(t, errors.Is(ranks[0].AsyncError(), cause), "got %v", ranks[0].AsyncError())
+	launchOne(t, ranks[0], b, 0)
+	ranks[0].sync(t)
+	launchOne(t, ranks[1], a, 1)
+	ranks[1].sync(t)
+	err := ranks[1].AsyncError()
+	require.True(t, errors.Is(err, errs.ErrTimeout), "rank 1 waits for rank 0's part it never gets; got %v", err)
+}
+
 // launchOne launches c's plan of rank r on its stream.
 func launchOne(t *testing.T, g *gpuRank, c *call, r int) {
 	t.Helper()

@@ -81,7 +81,7 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if err = r.plans.init(r.topo.NRanks); err != nil {
 		return err
 	}
-	size := uintptr(snac.NumEpochs * 8)
+	size := uintptr(snac.NumEpochs*8 + 8) // the epochs, then the broken word (csrc/run.cu)
 	if res := driver.MemAlloc(&r.epochs, size); res != cuSuccess {
 		return cuErr(res, "cuMemAlloc", "epochs")
 	}
