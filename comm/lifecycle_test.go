@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -126,6 +127,44 @@ func TestDeadPeerAbortsWaits(t *testing.T) {
 	assert.ErrorIs(t, err, errs.ErrRemote, "Synchronize names the cause, not only the datapath's abort")
 	assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrRemote)
 	assert.Contains(t, comms[0].LastError()+comms[0].AsyncError().Error(), "rank 1")
+}
+
+// A rank whose process is gone is an error only for work that still needs
+// it: a Broadcast whose root sent everything before it went succeeds on
+// another rank that issues it only after the news; an AllReduce, which
+// needs the gone rank, fails promptly with a remote error naming it.
+func TestGonePeerFailsOnlyWorkThatNeedsIt(t *testing.T) {
+	const n = 3
+	cfg := testConfig()
+	cfg.Timeout = time.Minute
+	for _, size := range []int{100, 4000, 40000} { // packets, staged, chunked
+		t.Run(fmt.Sprint(size, "B"), func(t *testing.T) {
+			comms := startComms(t, n, cfg)
+			bufs := rankBuffers(t, n, size)
+			bcast := func(r int) *spec.Call {
+				return &spec.Call{Coll: spec.Broadcast, Send: bufs[r], Recv: bufs[r], Count: uint64(size), Type: spec.Uint8, Root: 1}
+			}
+			for _, r := range []int{1, 2} {
+				require.NoError(t, comms[r].Collective(bcast(r), 0))
+				require.NoError(t, comms[r].Synchronize())
+			}
+			comms[1].boot.conn.Close() // as if rank 1's process died after its Broadcast
+			require.Eventually(t, func() bool { return comms[0].boot.failure() != nil }, 10*time.Second, time.Millisecond)
+			require.NoError(t, comms[0].Collective(bcast(0), 0))
+			require.NoError(t, comms[0].Synchronize())
+			require.NoError(t, comms[0].AsyncError())
+			assert.Equal(t, rankPattern(size, 1), bytesAtAddr(bufs[0], size))
+
+			start := time.Now()
+			sum := spec.Call{Coll: spec.AllReduce, Send: bufs[0], Recv: bufs[0], Count: uint64(size / 4), Type: spec.Float32}
+			require.NoError(t, comms[0].Collective(&sum, 0))
+			err := comms[0].Synchronize()
+			assert.Less(t, time.Since(start), 10*time.Second)
+			require.ErrorIs(t, err, errs.ErrRemote)
+			assert.Contains(t, err.Error(), "rank 1's process exited")
+			assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrRemote)
+		})
+	}
 }
 
 // A wait for a peer that never issues the call ends with a timeout.
@@ -289,6 +328,7 @@ func TestGroupedAbort(t *testing.T) {
 	assert.Error(t, a[1].Synchronize())
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.ErrorIs(t, a[1].AsyncError(), errs.ErrRemote)
+	assert.Contains(t, a[1].AsyncError().Error(), "rank 0 aborted its communicator", "an abort is told as one, not as a death")
 	_, err := Lookup(b[0].Handle())
 	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
 }
