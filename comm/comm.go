@@ -129,9 +129,10 @@ func (c *Comm) init(id UniqueID) (err error) {
 	return nil
 }
 
-// noteAsync records the communicator's first asynchronous failure.
-func (c *Comm) noteAsync(err error) {
-	c.asyncErr.CompareAndSwap(nil, &err)
+// noteAsync records the communicator's first asynchronous failure and
+// reports whether err is it.
+func (c *Comm) noteAsync(err error) bool {
+	return c.asyncErr.CompareAndSwap(nil, &err)
 }
 
 // usable returns nil when collectives may be issued on c.
@@ -180,8 +181,10 @@ func (c *Comm) AsyncError() error {
 	}
 	if c.dp != nil {
 		if err := c.dp.AsyncError(); err != nil {
-			c.noteAsync(err)
-			return err
+			if c.noteAsync(err) { // said once, where it is first seen: programs that abort on it may not say it
+				config.Warnf("comm %#x rank %d: asynchronous error: %v", c.handle, c.rank, err)
+			}
+			return *c.asyncErr.Load()
 		}
 	}
 	return nil

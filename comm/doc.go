@@ -46,7 +46,8 @@
 // errs.ErrInvalidUsage, never a crash. Every error is built from the errs
 // sentinels and names the failing call; NoteError keeps the last one per
 // thread and per communicator for GetLastError. A communicator's
-// asynchronous error (failed work, abort) is AsyncError.
+// asynchronous error (failed work, abort) is AsyncError; its first one is
+// logged at WARN, since programs that abort on it may not say it.
 //
 // # Datapaths
 //

@@ -3,6 +3,9 @@ package comm
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -178,6 +181,54 @@ func TestCollectiveTimeout(t *testing.T) {
 	err := comms[0].Synchronize()
 	assert.ErrorIs(t, err, errs.ErrTimeout)
 	assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrTimeout)
+}
+
+// warnWorkerEnv marks the process TestFirstAsyncErrorIsLogged starts.
+const warnWorkerEnv = "PURLIN_COMM_TEST_WARN_WORKER"
+
+// The worker of TestFirstAsyncErrorIsLogged: two ranks disagree on a call;
+// each rank's error is read several times.
+func TestFirstAsyncErrorIsLoggedWorker(t *testing.T) {
+	if os.Getenv(warnWorkerEnv) == "" {
+		t.Skip("started by TestFirstAsyncErrorIsLogged")
+	}
+	cfg := testConfig()
+	cfg.Timeout = 2 * time.Second
+	comms := startComms(t, 2, cfg)
+	for r, typ := range []spec.DataType{spec.Float32, spec.Int32} {
+		buf := newBuffer(t, 1024)
+		call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 256, Type: typ}
+		require.NoError(t, comms[r].Collective(&call, 0))
+	}
+	failed := 0
+	for _, c := range comms {
+		if c.Synchronize() != nil {
+			failed++
+		}
+		c.AsyncError()
+		c.AsyncError()
+	}
+	require.Positive(t, failed)
+}
+
+// A communicator's first asynchronous error is logged at WARN, once, where
+// it is first seen: a program that aborts on it (nccl-tests does) may never
+// say it, and the departure its abort causes is all the log would show.
+func TestFirstAsyncErrorIsLogged(t *testing.T) {
+	if os.Getenv(warnWorkerEnv) != "" {
+		t.Skip("worker")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFirstAsyncErrorIsLoggedWorker$", "-test.count=1")
+	cmd.Env = append(os.Environ(), warnWorkerEnv+"=1", "PURLIN_DEBUG=WARN")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	logged := regexp.MustCompile(`purlin WARN comm 0x[0-9a-f]+ rank (\d): asynchronous error: .*ranks disagree`).FindAllStringSubmatch(string(out), -1)
+	require.NotEmpty(t, logged, "%s", out)
+	seen := map[string]bool{}
+	for _, m := range logged {
+		require.False(t, seen[m[1]], "rank %s logged its error twice:\n%s", m[1], out)
+		seen[m[1]] = true
+	}
 }
 
 // Ranks that disagree on count or type get an error, never wrong data
