@@ -1,6 +1,6 @@
 # tests/gpu/build-perf.sh: sourced by the GPU suites (run.sh, extended.sh) on the
 # GPU machine: builds purlin-perf against Purlin ($bin/perf-purlin) and against
-# the machine's NCCL ($bin/perf-nccl), and memalloc_e2e. Needs $root, $gpu,
+# the machine's NCCL ($bin/perf-nccl), memalloc_e2e and peerdeath. Needs $root, $gpu,
 # $bin and $out set; appends its log to $out/env.log and leaves $? as the
 # build's status.
 cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
@@ -20,5 +20,7 @@ cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
   "${cc_cuda[@]}" -DPERF_REAL_NCCL -I"$nccl_inc" -I"$root/include" -o "$bin/perf-nccl" "${perf_src[@]}" \
     -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
   gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/memalloc_e2e" "$root/tests/gpu/memalloc_e2e.c" \
+    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" &&
+  gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/peerdeath" "$root/tests/gpu/peerdeath.c" \
     -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")"
 ) >>"$out/env.log" 2>&1
