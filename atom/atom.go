@@ -40,6 +40,14 @@ type Rank interface {
 	// Abort makes every wait of this rank's running and future Plans fail
 	// with errs.ErrAborted. It is safe from any goroutine.
 	Abort()
+	// PeerGone says that rank peer's process is gone (peer -1: the ranks
+	// gone are not known, so any peer may be). A wait for a flag or packet
+	// that a gone rank writes fails with cause (its code: errs.RemoteError),
+	// promptly, once it is not satisfied by what is in memory; everything
+	// the gone rank wrote before it went still satisfies waits, and waits on
+	// other ranks go on. Work whose data is complete therefore succeeds. It
+	// is safe from any goroutine.
+	PeerGone(peer int, cause error)
 	// Close releases the rank's memory after its work is done or aborted.
 	Close() error
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,8 +18,9 @@ import (
 // implements atom.Exchange: AllGather travels through the rendezvous over
 // TCP; AllGatherFD through the ranks' mailboxes. The connection stays open
 // for the communicator's life; when it drops without this rank saying bye,
-// or the rendezvous says another rank dropped, onDrop runs once (comm
-// aborts the rank's datapath then, so waits end before the timeout).
+// or the rendezvous says another rank dropped, onDrop runs, once per rank
+// gone (-1: any rank may be), with why (comm tells the rank's datapath then,
+// so waits on that rank end before the timeout).
 type bootstrap struct {
 	rank, nranks int
 	magic        uint64     // the rendezvous's; finds it in localServers when this process hosts it
@@ -33,11 +35,19 @@ type bootstrap struct {
 	done    chan struct{} // closed when the reader goroutine exits
 	fdRound uint64        // guarded by gmu
 
-	leaving  atomic.Bool // bye sent: a closed connection is expected
+	leaving  atomic.Bool // close was called: a closed connection is expected
 	hostLeft atomic.Bool // the server's process may exit: a closed connection is expected
 	aborted  atomic.Bool
-	dropErr  atomic.Pointer[error]
-	onDrop   atomic.Pointer[func(error)]
+
+	dmu    sync.Mutex
+	drops  []dropped                 // ranks seen gone, in order; guarded by dmu
+	onDrop func(peer int, err error) // guarded by dmu
+}
+
+// dropped is a rank that left without a bye (-1: not known which) and why.
+type dropped struct {
+	peer int
+	err  error
 }
 
 // connect joins the rendezvous id names as rank of nranks and returns once
@@ -128,7 +138,9 @@ func (b *bootstrap) read() {
 		kind, payload, err := readFrame(b.conn)
 		if err != nil {
 			if !b.leaving.Load() && !b.hostLeft.Load() {
-				b.fail(errs.New(errs.ErrRemote, "rank %d lost its bootstrap connection (the rendezvous process exited?): %v", b.rank, err))
+				// Every rank may be gone with the rendezvous' process, and no
+				// later departure can be told: any other rank counts as gone.
+				b.fail(-1, errs.New(errs.ErrRemote, "rank %d lost its bootstrap connection (the rendezvous process exited?): %v", b.rank, err))
 			}
 			return
 		}
@@ -137,29 +149,47 @@ func (b *bootstrap) read() {
 			b.gathers <- payload
 		case frameHostLeft:
 			b.hostLeft.Store(true)
-		case frameDropped:
-			who := -1
-			if len(payload) >= 4 {
-				who = int(int32(binary.LittleEndian.Uint32(payload)))
+		case frameDropped: // the connection stays: a later departure is told too
+			who, why := -1, droppedLost
+			if len(payload) >= 5 {
+				who, why = int(int32(binary.LittleEndian.Uint32(payload))), payload[4]
 			}
-			b.fail(errs.New(errs.ErrRemote, "rank %d's process exited or aborted its communicator (seen by rank %d)", who, b.rank))
-			return
+			b.fail(who, droppedError(who, why, b.rank))
 		}
 	}
 }
 
-func (b *bootstrap) fail(err error) {
-	if b.dropErr.CompareAndSwap(nil, &err) {
-		if f := b.onDrop.Load(); f != nil {
-			(*f)(err)
-		}
+// fail records that peer is gone (-1: any rank may be) because of err and
+// tells onDrop.
+func (b *bootstrap) fail(peer int, err error) {
+	b.dmu.Lock()
+	b.drops = append(b.drops, dropped{peer, err})
+	f := b.onDrop
+	b.dmu.Unlock()
+	if f != nil {
+		f(peer, err)
 	}
 }
 
-// failure returns why the bootstrap is unusable, or nil.
+// setOnDrop installs f and tells it every rank already seen gone; each
+// departure reaches f once.
+func (b *bootstrap) setOnDrop(f func(peer int, err error)) {
+	b.dmu.Lock()
+	b.onDrop = f
+	past := slices.Clone(b.drops)
+	b.dmu.Unlock()
+	for _, d := range past {
+		f(d.peer, d.err)
+	}
+}
+
+// failure returns why the bootstrap is unusable (the first rank seen gone),
+// or nil.
 func (b *bootstrap) failure() error {
-	if e := b.dropErr.Load(); e != nil {
-		return *e
+	b.dmu.Lock()
+	defer b.dmu.Unlock()
+	if len(b.drops) > 0 {
+		return b.drops[0].err
 	}
 	return nil
 }
@@ -199,6 +229,9 @@ func (b *bootstrap) AllGather(mine []byte) ([][]byte, error) {
 		case <-tick.C:
 			if b.aborted.Load() {
 				return nil, errs.New(errs.ErrAborted, "bootstrap AllGather rank %d: aborted", b.rank)
+			}
+			if err := b.failure(); err != nil { // a rank is gone: the round cannot complete
+				return nil, err
 			}
 		}
 	}
@@ -260,18 +293,23 @@ func (b *bootstrap) AllGatherFD(fd int) ([]int, error) {
 func (b *bootstrap) abort() { b.aborted.Store(true) }
 
 // close leaves the rendezvous; with bye, the other ranks are not told that
-// this rank failed (Destroy); without it, they are (Abort).
+// this rank failed (Destroy); without it, they are told it aborted (Abort,
+// a failed init). Only the first call acts.
 func (b *bootstrap) close(bye bool) {
-	b.leaving.Store(true)
-	if bye {
-		if s, ok := localServers.Load(b.magic); ok { // our process hosts the rendezvous
-			s.(*server).leaveLocal(b.rank)
-		}
-		b.wmu.Lock()
-		b.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		writeFrame(b.conn, frameBye, nil)
-		b.wmu.Unlock()
+	if b.leaving.Swap(true) {
+		return
 	}
+	if s, ok := localServers.Load(b.magic); ok { // our process hosts the rendezvous
+		s.(*server).leaveLocal(b.rank, bye)
+	}
+	kind := frameAbort
+	if bye {
+		kind = frameBye
+	}
+	b.wmu.Lock()
+	b.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	writeFrame(b.conn, kind, nil)
+	b.wmu.Unlock()
 	b.conn.Close()
 	<-b.done
 	b.mail.close()

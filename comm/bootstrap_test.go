@@ -180,25 +180,52 @@ func TestRendezvousRefusals(t *testing.T) {
 	})
 }
 
-// A rank that leaves without a bye (its process died) fails the others'
-// bootstraps promptly with a remote error naming it.
+// A rank that leaves without a bye fails the others' bootstraps promptly
+// with a remote error naming it and saying whether it aborted or its
+// connection ended (its process died); so does every later one.
 func TestBootstrapDropIsSeen(t *testing.T) {
-	boots := connectAll(t, 3, 10*time.Second)
-	seen := make(chan error, 2)
-	for _, b := range boots[1:] {
-		f := func(err error) { seen <- err }
-		b.onDrop.Store(&f)
-	}
-	boots[0].conn.Close() // no bye: as if the process died
-	for range 2 {
-		select {
-		case err := <-seen:
+	for _, tc := range []struct {
+		name  string
+		leave func(b *bootstrap)
+		says  string
+	}{
+		{"connection ends", func(b *bootstrap) { b.conn.Close() }, "rank 0's process exited or died"},
+		{"abort", func(b *bootstrap) { b.close(false) }, "rank 0 aborted its communicator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			boots := connectAll(t, 3, 10*time.Second)
+			type drop struct {
+				peer int
+				err  error
+			}
+			seen := make([]chan drop, len(boots))
+			for r, b := range boots[1:] {
+				seen[r+1] = make(chan drop, 4)
+				b.setOnDrop(func(peer int, err error) { seen[r+1] <- drop{peer, err} })
+			}
+			next := func(r int) drop {
+				select {
+				case d := <-seen[r]:
+					return d
+				case <-time.After(5 * time.Second):
+					t.Fatalf("rank %d noticed no dropped rank", r)
+					return drop{}
+				}
+			}
+			tc.leave(boots[0])
+			for r := 1; r < 3; r++ {
+				d := next(r)
+				assert.Equal(t, 0, d.peer)
+				assert.ErrorIs(t, d.err, errs.ErrRemote)
+				assert.Contains(t, d.err.Error(), tc.says)
+			}
+			_, err := boots[1].AllGather(nil)
 			assert.ErrorIs(t, err, errs.ErrRemote)
-			assert.Contains(t, err.Error(), "rank 0")
-		case <-time.After(5 * time.Second):
-			t.Fatal("a dropped rank was not noticed")
-		}
+
+			boots[1].conn.Close() // a later departure is told too
+			d := next(2)
+			assert.Equal(t, 1, d.peer)
+			assert.Contains(t, d.err.Error(), "rank 1's process exited or died")
+		})
 	}
-	_, err := boots[1].AllGather(nil)
-	assert.ErrorIs(t, err, errs.ErrRemote)
 }

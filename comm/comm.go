@@ -71,7 +71,7 @@ type Comm struct {
 	atomName string
 	plans    *planner
 
-	asyncErr atomic.Pointer[error] // first communicator-level failure (dropped peer, abort)
+	asyncErr atomic.Pointer[error] // first failure of the communicator (abort, failed init) or of its work
 	redops   redOpTable
 	lastErr  atomic.Pointer[string]
 	shrinks  atomic.Uint64 // Shrink calls so far (names each shrink's mailbox message)
@@ -118,22 +118,21 @@ func (c *Comm) init(id UniqueID) (err error) {
 	}
 	c.boot, c.dp, c.atomName = boot, dp, factory.name()
 	c.plans = newPlanner(topo)
-	drop := func(err error) {
-		config.Warnf("comm %#x rank %d: aborting its datapath: %v", c.handle, c.rank, err)
-		c.noteAsync(err)
-		dp.Abort()
+	// A rank gone is an error only for work that still needs it: the
+	// datapath fails the waits that what the rank wrote does not satisfy.
+	drop := func(peer int, err error) {
+		config.Warnf("comm %#x rank %d: %v: work that still waits for it fails", c.handle, c.rank, err)
+		dp.PeerGone(peer, err)
 	}
-	boot.onDrop.Store(&drop)
-	if err := boot.failure(); err != nil { // dropped before onDrop was set
-		drop(err)
-	}
+	boot.setOnDrop(drop)
 	config.Infof("Purlin %s (NCCL %d) comm %#x rank %d of %d, device %d, %s Atom", Version, NCCLVersion, c.handle, c.rank, c.nranks, c.device, c.atomName)
 	return nil
 }
 
-// noteAsync records the communicator's first asynchronous failure.
-func (c *Comm) noteAsync(err error) {
-	c.asyncErr.CompareAndSwap(nil, &err)
+// noteAsync records the communicator's first asynchronous failure and
+// reports whether err is it.
+func (c *Comm) noteAsync(err error) bool {
+	return c.asyncErr.CompareAndSwap(nil, &err)
 }
 
 // usable returns nil when collectives may be issued on c.
@@ -182,8 +181,10 @@ func (c *Comm) AsyncError() error {
 	}
 	if c.dp != nil {
 		if err := c.dp.AsyncError(); err != nil {
-			c.noteAsync(err)
-			return err
+			if c.noteAsync(err) { // said once, where it is first seen: programs that abort on it may not say it
+				config.Warnf("comm %#x rank %d: asynchronous error: %v", c.handle, c.rank, err)
+			}
+			return *c.asyncErr.Load()
 		}
 	}
 	return nil

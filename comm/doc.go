@@ -10,9 +10,12 @@
 // device, magic) and receives every rank's record once all arrived, bounded
 // by the timeout; a wrong magic, a duplicate rank or a disagreeing nranks is
 // refused with a clear error. The connection stays open: it carries later
-// exchanges (Split) and tells every rank when another rank's process dies
-// or aborts, which aborts the communicator's datapath so waits end early
-// with errs.ErrRemote. Each rank also owns an abstract AF_UNIX socket named
+// exchanges (Split) and tells every rank when another rank aborts or its
+// process ends without destroying its communicator. A rank gone is an error
+// only for work that still needs it: the datapath fails, with errs.ErrRemote
+// naming the rank, the waits that what the rank wrote before it went does
+// not satisfy (so a slower rank's last collective, whose data all arrived,
+// succeeds). Each rank also owns an abstract AF_UNIX socket named
 // from the magic and its rank, which passes file descriptors (SCM_RIGHTS)
 // for the Atoms' shared memory and Shrink's new unique id. Ranks may be
 // goroutines of one process or processes of one host.
@@ -43,7 +46,8 @@
 // errs.ErrInvalidUsage, never a crash. Every error is built from the errs
 // sentinels and names the failing call; NoteError keeps the last one per
 // thread and per communicator for GetLastError. A communicator's
-// asynchronous error (failed work, dropped peer, abort) is AsyncError.
+// asynchronous error (failed work, abort) is AsyncError; its first one is
+// logged at WARN, since programs that abort on it may not say it.
 //
 // # Datapaths
 //

@@ -100,8 +100,8 @@ func (c *Comm) syncDatapath() error {
 }
 
 // Synchronize waits until all work launched on c (any stream) finished,
-// and returns c's first error: the communicator's own (a dropped peer, whose
-// abort is what made the work fail) before that of the work.
+// and returns c's first error: its abort, or its work's first error (which
+// names a gone peer when the work waited for it).
 func (c *Comm) Synchronize() error {
 	if err := c.usable("CommSynchronize"); err != nil {
 		return err

@@ -1,7 +1,11 @@
 package comm
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +132,44 @@ func TestDeadPeerAbortsWaits(t *testing.T) {
 	assert.Contains(t, comms[0].LastError()+comms[0].AsyncError().Error(), "rank 1")
 }
 
+// A rank whose process is gone is an error only for work that still needs
+// it: a Broadcast whose root sent everything before it went succeeds on
+// another rank that issues it only after the news; an AllReduce, which
+// needs the gone rank, fails promptly with a remote error naming it.
+func TestGonePeerFailsOnlyWorkThatNeedsIt(t *testing.T) {
+	const n = 3
+	cfg := testConfig()
+	cfg.Timeout = time.Minute
+	for _, size := range []int{100, 4000, 40000} { // packets, staged, chunked
+		t.Run(fmt.Sprint(size, "B"), func(t *testing.T) {
+			comms := startComms(t, n, cfg)
+			bufs := rankBuffers(t, n, size)
+			bcast := func(r int) *spec.Call {
+				return &spec.Call{Coll: spec.Broadcast, Send: bufs[r], Recv: bufs[r], Count: uint64(size), Type: spec.Uint8, Root: 1}
+			}
+			for _, r := range []int{1, 2} {
+				require.NoError(t, comms[r].Collective(bcast(r), 0))
+				require.NoError(t, comms[r].Synchronize())
+			}
+			comms[1].boot.conn.Close() // as if rank 1's process died after its Broadcast
+			require.Eventually(t, func() bool { return comms[0].boot.failure() != nil }, 10*time.Second, time.Millisecond)
+			require.NoError(t, comms[0].Collective(bcast(0), 0))
+			require.NoError(t, comms[0].Synchronize())
+			require.NoError(t, comms[0].AsyncError())
+			assert.Equal(t, rankPattern(size, 1), bytesAtAddr(bufs[0], size))
+
+			start := time.Now()
+			sum := spec.Call{Coll: spec.AllReduce, Send: bufs[0], Recv: bufs[0], Count: uint64(size / 4), Type: spec.Float32}
+			require.NoError(t, comms[0].Collective(&sum, 0))
+			err := comms[0].Synchronize()
+			assert.Less(t, time.Since(start), 10*time.Second)
+			require.ErrorIs(t, err, errs.ErrRemote)
+			assert.Contains(t, err.Error(), "rank 1's process exited")
+			assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrRemote)
+		})
+	}
+}
+
 // A wait for a peer that never issues the call ends with a timeout.
 func TestCollectiveTimeout(t *testing.T) {
 	cfg := testConfig()
@@ -139,6 +181,54 @@ func TestCollectiveTimeout(t *testing.T) {
 	err := comms[0].Synchronize()
 	assert.ErrorIs(t, err, errs.ErrTimeout)
 	assert.ErrorIs(t, comms[0].AsyncError(), errs.ErrTimeout)
+}
+
+// warnWorkerEnv marks the process TestFirstAsyncErrorIsLogged starts.
+const warnWorkerEnv = "PURLIN_COMM_TEST_WARN_WORKER"
+
+// The worker of TestFirstAsyncErrorIsLogged: two ranks disagree on a call;
+// each rank's error is read several times.
+func TestFirstAsyncErrorIsLoggedWorker(t *testing.T) {
+	if os.Getenv(warnWorkerEnv) == "" {
+		t.Skip("started by TestFirstAsyncErrorIsLogged")
+	}
+	cfg := testConfig()
+	cfg.Timeout = 2 * time.Second
+	comms := startComms(t, 2, cfg)
+	for r, typ := range []spec.DataType{spec.Float32, spec.Int32} {
+		buf := newBuffer(t, 1024)
+		call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 256, Type: typ}
+		require.NoError(t, comms[r].Collective(&call, 0))
+	}
+	failed := 0
+	for _, c := range comms {
+		if c.Synchronize() != nil {
+			failed++
+		}
+		c.AsyncError()
+		c.AsyncError()
+	}
+	require.Positive(t, failed)
+}
+
+// A communicator's first asynchronous error is logged at WARN, once, where
+// it is first seen: a program that aborts on it (nccl-tests does) may never
+// say it, and the departure its abort causes is all the log would show.
+func TestFirstAsyncErrorIsLogged(t *testing.T) {
+	if os.Getenv(warnWorkerEnv) != "" {
+		t.Skip("worker")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFirstAsyncErrorIsLoggedWorker$", "-test.count=1")
+	cmd.Env = append(os.Environ(), warnWorkerEnv+"=1", "PURLIN_DEBUG=WARN")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	logged := regexp.MustCompile(`purlin WARN comm 0x[0-9a-f]+ rank (\d): asynchronous error: .*ranks disagree`).FindAllStringSubmatch(string(out), -1)
+	require.NotEmpty(t, logged, "%s", out)
+	seen := map[string]bool{}
+	for _, m := range logged {
+		require.False(t, seen[m[1]], "rank %s logged its error twice:\n%s", m[1], out)
+		seen[m[1]] = true
+	}
 }
 
 // Ranks that disagree on count or type get an error, never wrong data
@@ -317,6 +407,7 @@ func TestGroupedAbort(t *testing.T) {
 	assert.Error(t, a[1].Synchronize())
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.ErrorIs(t, a[1].AsyncError(), errs.ErrRemote)
+	assert.Contains(t, a[1].AsyncError().Error(), "rank 0 aborted its communicator", "an abort is told as one, not as a death")
 	_, err := Lookup(b[0].Handle())
 	assert.ErrorIs(t, err, errs.ErrInvalidUsage)
 }

@@ -19,7 +19,8 @@ import (
 // up when not all ranks arrived within the timeout from the first arrival.
 // Phase 2 (relay): once all arrived it sends everyone the table, then
 // answers gather rounds (a round completes when every rank sent its value)
-// and tells the others when a rank leaves without a bye.
+// and tells the others when a rank leaves without a bye: it aborted, or its
+// connection ended (its process died).
 type server struct {
 	ln      net.Listener
 	magic   uint64
@@ -30,7 +31,7 @@ type server struct {
 	conns   []*serverConn
 	arrived int
 	started bool        // the table was sent
-	failed  bool        // init failed or a rank dropped: relay no more
+	failed  bool        // init failed or a rank dropped: no more gather rounds
 	queues  [][][]byte  // pending gather values per rank
 	timer   *time.Timer // init deadline
 }
@@ -53,18 +54,30 @@ func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
 	go s.accept()
 }
 
-// leaveLocal records the bye of a rank living in the server's own process
-// before that rank's bye frame is even read: once its caller returns, the
-// process may exit at once, taking this server and its relay goroutines
-// along, so the other ranks must hear frameHostLeft now.
-func (s *server) leaveLocal(rank int) {
+// leaveLocal records the bye (or abort) of a rank living in the server's
+// own process before that rank's frame is even read: once its caller
+// returns, the process may exit at once, taking this server and its relay
+// goroutines along, so the other ranks must hear frameHostLeft (or
+// frameDropped) now.
+func (s *server) leaveLocal(rank int, bye bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rank < 0 || rank >= len(s.conns) || s.conns[rank] == nil {
 		return
 	}
-	s.conns[rank].left = true
+	s.leaveLocked(s.conns[rank], bye, nil)
+}
+
+// leaveLocked handles a rank that leaves: with bye, on purpose; without,
+// on failure (cause: its connection's end, nil when it said frameAbort).
+// s.mu must be held.
+func (s *server) leaveLocked(sc *serverConn, bye bool, cause error) {
+	if !bye {
+		s.dropLocked(sc, cause)
+	}
+	sc.left = true
 	s.announceHostLeftLocked()
+	s.forgetIfDoneLocked()
 }
 
 func (s *server) accept() {
@@ -187,21 +200,20 @@ func (s *server) relay(sc *serverConn) {
 	for {
 		kind, payload, err := readFrame(sc.conn)
 		if err != nil {
-			s.drop(sc)
+			s.drop(sc, err)
 			return
 		}
 		switch kind {
 		case frameGather:
 			s.gather(sc.info.Rank, payload)
-		case frameBye:
+		case frameBye, frameAbort:
 			s.mu.Lock()
-			sc.left = true
-			s.announceHostLeftLocked()
+			s.leaveLocked(sc, kind == frameBye, nil)
 			s.mu.Unlock()
 			sc.conn.Close()
 			return
 		default:
-			s.drop(sc)
+			s.drop(sc, fmt.Errorf("unexpected frame %d", kind))
 			return
 		}
 	}
@@ -251,28 +263,60 @@ func (s *server) announceHostLeftLocked() {
 	}
 }
 
-// drop handles a rank whose connection ended without a bye: its process
-// died or aborted. Every other rank is told, so its waits end early.
-func (s *server) drop(sc *serverConn) {
+// drop handles a rank whose connection ended without a bye (cause): its
+// process died, or it aborted.
+func (s *server) drop(sc *serverConn, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropLocked(sc, cause)
+}
+
+// dropLocked handles a rank that left without a bye: its connection ended
+// (cause) or it said frameAbort (cause nil). Every rank still here is told,
+// so its waits on that rank end early; the others stay connected, so a
+// later departure is told too. s.mu must be held.
+func (s *server) dropLocked(sc *serverConn, cause error) {
 	sc.conn.Close()
-	if sc.left || s.failed || !s.started {
-		if !s.started && sc.ready {
+	if !s.started {
+		if sc.ready {
 			// A rank that gave up during init: let another take its place.
 			s.conns[sc.info.Rank] = nil
 			s.arrived--
 		}
 		return
 	}
-	s.failed = true
-	config.Warnf("rendezvous %#x: rank %d (pid %d) left without a bye", s.magic, sc.info.Rank, sc.info.Pid)
-	var who [4]byte
-	binary.LittleEndian.PutUint32(who[:], uint32(sc.info.Rank))
+	if sc.left {
+		return
+	}
+	sc.left = true
+	s.failed = true // no gather round can complete any more
+	why := droppedAborted
+	if cause != nil {
+		why = droppedLost
+		config.Warnf("rendezvous %#x: rank %d (pid %d) left without a bye (its connection ended: %v)", s.magic, sc.info.Rank, sc.info.Pid, cause)
+	} else {
+		config.Warnf("rendezvous %#x: rank %d (pid %d) aborted its communicator", s.magic, sc.info.Rank, sc.info.Pid)
+	}
+	msg := binary.LittleEndian.AppendUint32(nil, uint32(sc.info.Rank))
+	msg = append(msg, why)
 	for _, c := range s.conns {
-		if c != sc && !c.left {
-			c.send(frameDropped, who[:])
-			c.conn.Close()
+		if !c.left {
+			c.send(frameDropped, msg)
 		}
 	}
+	s.forgetIfDoneLocked()
+}
+
+// forgetIfDoneLocked drops the server from localServers once every rank
+// has left. s.mu must be held.
+func (s *server) forgetIfDoneLocked() {
+	if !s.started {
+		return
+	}
+	for _, c := range s.conns {
+		if !c.left {
+			return
+		}
+	}
+	localServers.Delete(s.magic)
 }

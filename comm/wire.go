@@ -12,20 +12,36 @@ import (
 //	[kind u8][length u32 little-endian][payload]
 //
 // Ranks talk only to the rendezvous server: hello -> table (or reject),
-// then gather rounds, then bye. The server tells the others when a rank
-// drops its connection without a bye (its process died or aborted).
+// then gather rounds, then bye (or abort). The server tells the others when
+// a rank aborts or its connection ends without a bye (its process died).
 const (
 	frameHello   byte = iota + 1 // rank -> server: who I am
 	frameTable                   // server -> rank: every rank's hello, in rank order
 	frameReject                  // server -> rank: why the rank was refused (text)
 	frameGather                  // rank -> server: my value; server -> rank: all values
-	frameBye                     // rank -> server: I leave on purpose
-	frameDropped                 // server -> rank: rank N left without a bye
+	frameBye                     // rank -> server: I leave on purpose (Destroy)
+	frameDropped                 // server -> rank: [rank u32][why u8]: rank left without a bye
 	// frameHostLeft (server -> rank): every rank living in the server's own
 	// process said bye, so that process may exit, and the server with it, at
 	// any time: a connection lost after this is the end of the run, not a death.
 	frameHostLeft
+	frameAbort // rank -> server: I leave on failure (Abort, a failed init): tell the others
 )
+
+// Why a rank left without a bye, as frameDropped says.
+const (
+	droppedLost    byte = iota // its connection ended: its process exited or died
+	droppedAborted             // it said frameAbort
+)
+
+// droppedError is the error a rank sees when the server says rank who
+// left without a bye, for why.
+func droppedError(who int, why byte, seenBy int) error {
+	if why == droppedAborted {
+		return errs.New(errs.ErrRemote, "rank %d aborted its communicator (CommAbort or a failed init; seen by rank %d)", who, seenBy)
+	}
+	return errs.New(errs.ErrRemote, "rank %d's process exited or died without destroying its communicator (seen by rank %d)", who, seenBy)
+}
 
 // maxFrame bounds a frame, so a garbage length cannot make us allocate a lot.
 const maxFrame = 64 << 20

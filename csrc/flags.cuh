@@ -16,8 +16,14 @@
 
 namespace purlin {
 
-/** Spins between two looks at the abort flag, the status word and the clock. */
+/** Spins between two looks at the abort word, the status word and the clock. */
 constexpr uint32_t kSpinsPerCheck = 1024;
+
+/** The abort word (Launch.abortFlag): kAbortAll, set by Abort, ends every
+ * wait; bit q (q < kMaxRanks), set by PeerGone, says rank q's process is
+ * gone and ends the waits for what rank q writes (atom/cuda abortAll). */
+constexpr uint32_t kAbortAll = 1u << 31;
+constexpr uint32_t kAllRanks = (1u << kMaxRanks) - 1;
 
 /* ---------- ordered loads and stores (system scope: peers and the host) ---------- */
 
@@ -58,17 +64,27 @@ __device__ __forceinline__ uint64_t globalTimer() {
 
 /** Bound is one wait's budget: call spin() once per failed poll; a non-zero
  * result is the status to stop with. The clock is read only once a wait has
- * spun kSpinsPerCheck times, so a wait satisfied at once costs nothing. */
+ * spun kSpinsPerCheck times, so a wait satisfied at once costs nothing.
+ * mask: the bits of the abort word that end this wait. Once one is seen,
+ * the wait polls once more before it gives up: what a gone rank wrote
+ * before it went is in memory by then and may still satisfy it. */
 struct Bound {
   const Launch& L;
+  uint32_t mask;
   uint64_t deadline = 0;
   uint32_t spins = 0;
+  bool lastLook = false;
 
-  __device__ __forceinline__ explicit Bound(const Launch& l) : L(l) {}
+  __device__ __forceinline__ Bound(const Launch& l, uint32_t m) : L(l), mask(m) {}
 
   __device__ __forceinline__ uint32_t spin() {
+    if (lastLook) return kStatusAborted;
     if (++spins % kSpinsPerCheck != 0) return kStatusOK;
-    if (loadRelaxed32(L.abortFlag) != 0) return kStatusAborted;
+    if (loadRelaxed32(L.abortFlag) & mask) {
+      __threadfence_system();
+      lastLook = true;
+      return kStatusOK;
+    }
     if (loadRelaxed(L.status) != 0) return kStatusStopped;
     uint64_t now = globalTimer();
     if (deadline == 0) deadline = now + L.timeoutNs;
@@ -81,6 +97,17 @@ struct Bound {
 
 __device__ __forceinline__ uint32_t checkIndex(uint32_t slot, uint64_t epoch) {
   return slot * 2 + (uint32_t)(epoch & 1);
+}
+
+/** slotSource is the rank that raises a flag slot (snac.SlotSource). */
+__device__ __forceinline__ uint32_t slotSource(uint32_t slot) {
+  return (slot / kMaxWorkers) % kMaxRanks;
+}
+
+/** waitMask: the abort word's bits that end a wait for what rank src writes
+ * (this rank's own workers are never gone). */
+__device__ __forceinline__ uint32_t waitMask(const Launch& L, uint32_t src) {
+  return kAbortAll | (src == (uint32_t)L.rank ? 0u : 1u << src);
 }
 
 /** notify: Notify the peer: its check word, then (release) its flag.
@@ -96,7 +123,7 @@ __device__ __forceinline__ uint32_t wait(const Launch& L, const Step& s, uint64_
   int64_t target = (int64_t)epoch + s.delta;
   if (target <= 0) return kStatusOK;  // names a call before the first: done by definition
   uint64_t flag = L.peers.flags[L.rank] + 8ull * s.slot;
-  Bound bound(L);
+  Bound bound(L, waitMask(L, slotSource(s.slot)));
   while (loadRelaxed(flag) < (uint64_t)target) {
     if (uint32_t st = bound.spin()) return st;
   }

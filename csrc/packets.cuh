@@ -25,10 +25,11 @@ __device__ __forceinline__ void storePacket(uint64_t addr, uint64_t payload, uin
 }
 
 /** loadPacket: wait (bounded) for the packet at addr carrying flag's epoch
- * half; returns a status, and the payload in *payload. */
+ * half; returns a status, and the payload in *payload. A packet's writer is
+ * not known here: any other rank gone ends the wait. */
 __device__ __forceinline__ uint32_t loadPacket(const Launch& L, uint64_t addr, uint64_t flag,
                                                uint64_t* payload) {
-  Bound bound(L);
+  Bound bound(L, kAbortAll | (kAllRanks & ~(1u << L.rank)));
   for (;;) {
     uint64_t data, got;
     asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"

@@ -71,8 +71,8 @@ struct Launch {
   uint64_t steps;      // const Step*: the Plan's steps, in device memory
   uint64_t workers;    // const Worker*: one per thread block
   uint64_t fill;       // const uint16_t*: per worker, the workers of its channel in the Plan
-  uint64_t epochs;     // uint64_t[kNumEpochs]: this rank's epochs
-  uint64_t abortFlag;  // host-mapped uint32_t: non-zero aborts every wait
+  uint64_t epochs;     // uint64_t[kNumEpochs + 1]: this rank's epochs, then its broken word (run.cu)
+  uint64_t abortFlag;  // host-mapped uint32_t: the abort word (flags.cuh, kAbortAll)
   uint64_t status;     // host-mapped uint64_t: the first failure (see status.cuh)
   uint64_t timeoutNs;  // bound of every wait
   uint64_t scalarPtr;  // PreMulSum: device address of a T factor, or 0

@@ -11,7 +11,11 @@
  * kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
  * the Plan does not use. A block that fails reports a status word and
  * returns without advancing its epoch: the rank is broken from then on
- * (status.cuh).
+ * (status.cuh). It also raises the broken word after the epochs, and the
+ * blocks of later launches return at once when it is set: running with an
+ * epoch that did not advance, they would notify peers with the flags of a
+ * call the peers are still in and the check words of another (a mismatch on
+ * a healthy peer).
  */
 #include "purlin.cuh"
 
@@ -141,8 +145,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   __shared__ uint32_t status;
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   uint64_t* epochs = (uint64_t*)L.epochs;
+  volatile uint64_t* broken = epochs + kNumEpochs;
   const uint32_t slot = (uint32_t)w.channel * kMaxWorkers + w.index;
-  if (threadIdx.x == 0) epoch = epochs[slot];
+  if (threadIdx.x == 0) {
+    epoch = epochs[slot];
+    status = *broken != 0 ? kStatusStopped : kStatusOK;
+  }
+  __syncthreads();
+  if (status != kStatusOK) return;
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
   for (uint32_t i = 0; i < w.count; i++) {
     __syncthreads();  // the last step is done with `step`, and its writes precede a Notify
@@ -155,8 +165,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
     }
     uint32_t st = runStep(L, step, epoch, &status);
     if (st != kStatusOK) {
-      if (threadIdx.x == 0 && st != kStatusStopped)
-        report(L.status, statusWord(st, blockIdx.x, i, step.verb == kWait ? step.slot : 0));
+      if (threadIdx.x == 0) {
+        if (st != kStatusStopped)
+          report(L.status, statusWord(st, blockIdx.x, i, step.verb == kWait ? step.slot : 0));
+        *broken = 1;
+      }
       return;
     }
   }

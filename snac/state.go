@@ -46,6 +46,9 @@ func FlagSlot(channel uint16, kind int, src, worker int) uint32 {
 	return uint32(((int(channel)*numFlagKinds+kind)*MaxRanks+src)*MaxWorkers + worker)
 }
 
+// SlotSource is the rank that raises a flag slot: FlagSlot's src.
+func SlotSource(slot uint32) int { return int(slot/MaxWorkers) % MaxRanks }
+
 // NumEpochs is the number of epoch words per rank.
 const NumEpochs = NumChannels * MaxWorkers
 
@@ -99,6 +102,19 @@ func (t Topology) PacketHalf() uint64 { return uint64(t.NRanks) * t.PacketWindow
 // the other half follows it at PacketWindow().
 func (t Topology) P2PPacketOff(src int) uint64 {
 	return 2*uint64(t.NRanks)*t.PacketWindow() + uint64(src)*2*t.PacketWindow()
+}
+
+// PacketSource is the rank that writes the packet window a packet Ref's Off
+// (in half 0, as PacketOff and P2PPacketOff give it) points into.
+func (t Topology) PacketSource(off uint64) int {
+	w := t.PacketWindow()
+	switch {
+	case w == 0:
+		return -1
+	case off < uint64(t.NRanks)*w:
+		return int(off / w)
+	}
+	return int((off - 2*uint64(t.NRanks)*w) / (2 * w))
 }
 
 func roundUp(x, to uint64) uint64 { return (x + to - 1) / to * to }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"sync/atomic"
 	"unsafe"
 
@@ -22,10 +23,16 @@ type Rank struct {
 	layout window
 	mem    *symmetric
 	epochs devicePtr
-	host   hostMapped // [0:4] abort flag (uint32), [8:16] status word (uint64)
+	host   hostMapped // [0:4] abort word (uint32, see abortAll), [8:16] status word (uint64)
 	base   launchArgs // the Launch fields every call shares
 	plans  plans
+	gone   [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone (PeerGone); set before its bit
 }
+
+// abortAll is the bit of the abort word that Abort sets: it ends every wait.
+// Bit q (q < snac.MaxRanks) says rank q's process is gone (PeerGone): it
+// ends the waits for what rank q writes. csrc/flags.cuh reads them (kAbortAll).
+const abortAll = 1 << 31
 
 var _ atom.Rank = (*Rank)(nil)
 
@@ -74,7 +81,7 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if err = r.plans.init(r.topo.NRanks); err != nil {
 		return err
 	}
-	size := uintptr(snac.NumEpochs * 8)
+	size := uintptr(snac.NumEpochs*8 + 8) // the epochs, then the broken word (csrc/run.cu)
 	if res := driver.MemAlloc(&r.epochs, size); res != cuSuccess {
 		return cuErr(res, "cuMemAlloc", "epochs")
 	}
@@ -133,19 +140,61 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	return nil
 }
 
-// AsyncError returns the first failure a kernel of this rank reported.
+// AsyncError returns the first failure a kernel of this rank reported; a
+// wait that a gone rank ended names why that rank is gone.
 func (r *Rank) AsyncError() error {
 	if r.host.host == nil {
 		return nil
 	}
-	return statusError(atomic.LoadUint64((*uint64)(unsafe.Add(r.host.host, 8))), r.topo.Rank)
+	word := atomic.LoadUint64((*uint64)(unsafe.Add(r.host.host, 8)))
+	if word>>56 == statusAborted && atomic.LoadUint32((*uint32)(r.host.host))&abortAll == 0 {
+		// Only PeerGone bits: the wait's slot names the rank it waited for
+		// (a packet wait reports slot 0: then any gone rank explains it).
+		cause := r.goneCause(snac.SlotSource(uint32(word)))
+		for q := 0; cause == nil && q < r.topo.NRanks; q++ {
+			cause = r.goneCause(q)
+		}
+		if cause != nil {
+			return fmt.Errorf("cuda kernel wait: %s: %w", statusWhere(word, r.topo.Rank), cause)
+		}
+	}
+	return statusError(word, r.topo.Rank)
 }
 
 // Abort makes every wait of running and future kernels fail with ErrAborted.
 func (r *Rank) Abort() {
 	if r.host.host != nil {
-		atomic.StoreUint32((*uint32)(r.host.host), 1)
+		atomic.OrUint32((*uint32)(r.host.host), abortAll)
 	}
+}
+
+// PeerGone makes the waits of running and future kernels for what rank peer
+// writes (every other rank for peer -1) fail once memory does not satisfy
+// them; see atom.Rank. A packet wait does not know its writer: any gone
+// rank ends it.
+func (r *Rank) PeerGone(peer int, cause error) {
+	if r.host.host == nil {
+		return
+	}
+	var bits uint32
+	for q := range r.topo.NRanks {
+		if q != r.topo.Rank && (peer < 0 || peer == q) {
+			r.gone[q].CompareAndSwap(nil, &cause)
+			bits |= 1 << q
+		}
+	}
+	atomic.OrUint32((*uint32)(r.host.host), bits)
+}
+
+// goneCause returns why rank q is gone, or nil.
+func (r *Rank) goneCause(q int) error {
+	if q < 0 || q >= snac.MaxRanks {
+		return nil
+	}
+	if e := r.gone[q].Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // Close waits for the rank's context to finish its work (bounded: every

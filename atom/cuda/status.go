@@ -25,10 +25,7 @@ func statusError(word uint64, rank int) error {
 		return nil
 	}
 	code := word >> 56
-	worker, step, slot := (word>>48)&0xff, (word>>32)&0xffff, uint32(word)
-	where := func() string {
-		return sprintf("rank %d worker %d step %d slot %d", rank, worker, step, slot)
-	}
+	where := func() string { return statusWhere(word, rank) }
 	switch code {
 	case statusTimeout:
 		return errs.New(errs.ErrTimeout, "cuda kernel wait: %s: timed out waiting for a peer", where())
@@ -40,4 +37,9 @@ func statusError(word uint64, rank int) error {
 		return errs.New(errs.ErrInternal, "cuda kernel: %s: a Ref outside the launch's memory", where())
 	}
 	return errs.New(errs.ErrInternal, "cuda kernel: %s: unknown status %#x", where(), word)
+}
+
+// statusWhere names the block, step and slot a status word reports.
+func statusWhere(word uint64, rank int) string {
+	return sprintf("rank %d worker %d step %d slot %d", rank, (word>>48)&0xff, (word>>32)&0xffff, uint32(word))
 }

@@ -36,19 +36,16 @@ func (x *worker) wait(s *snac.Step) error {
 	flag := &me.flags[s.Slot]
 	var b backoff
 	for atomic.LoadUint64(flag) < uint64(want) {
-		if err := b.pause(x.r, func() string {
+		if err := b.pause(x.r, snac.SlotSource(s.Slot), func() string {
 			return fmt.Sprintf("flag slot %d (from rank %d) to reach %d, at %d",
-				s.Slot, slotSource(s.Slot), want, atomic.LoadUint64(flag))
+				s.Slot, snac.SlotSource(s.Slot), want, atomic.LoadUint64(flag))
 		}); err != nil {
 			return err
 		}
 	}
 	if got := atomic.LoadUint64(&me.checks[2*uint64(s.Slot)+x.parity()]); got != s.Check {
 		return errs.New(errs.ErrMismatch, "ranks disagree on the call: flag slot %d (from rank %d) carries check %#x, this rank's call has %#x",
-			s.Slot, slotSource(s.Slot), got, s.Check)
+			s.Slot, snac.SlotSource(s.Slot), got, s.Check)
 	}
 	return nil
 }
-
-// slotSource is the rank that raises a flag slot (see snac.FlagSlot).
-func slotSource(slot uint32) int { return int(slot/snac.MaxWorkers) % snac.MaxRanks }

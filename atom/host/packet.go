@@ -38,17 +38,18 @@ func writePackets(words []uint64, data []byte, flag uint64) {
 	}
 }
 
-// readPackets waits for each packet of words to carry this call's flag and
-// copies its payload into dst. A packet of this call with another check
-// means the ranks disagree on the call. owner names the buffer for messages.
-func (x *worker) readPackets(dst []byte, words []uint64, flag uint64, owner int, off uint64) error {
+// readPackets waits for each packet of words, which rank src writes, to
+// carry this call's flag and copies its payload into dst. A packet of this
+// call with another check means the ranks disagree on the call. owner names
+// the buffer for messages.
+func (x *worker) readPackets(dst []byte, words []uint64, flag uint64, src, owner int, off uint64) error {
 	for i := 0; len(dst) > 0; i++ {
 		fw := &words[2*i+1]
 		var b backoff
 		for uint32(atomic.LoadUint64(fw)) != uint32(flag) {
-			if err := b.pause(x.r, func() string {
-				return fmt.Sprintf("packet at byte %d of rank %d's packet buffer to carry %#x, holds %#x",
-					off+16*uint64(i), owner, uint32(flag), atomic.LoadUint64(fw))
+			if err := b.pause(x.r, src, func() string {
+				return fmt.Sprintf("packet at byte %d of rank %d's packet buffer (from rank %d) to carry %#x, holds %#x",
+					off+16*uint64(i), owner, src, uint32(flag), atomic.LoadUint64(fw))
 			}); err != nil {
 				return err
 			}

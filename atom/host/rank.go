@@ -27,6 +27,8 @@ type Rank struct {
 
 	stop    atomic.Bool // every wait gives up: set by Abort and by the first error
 	aborted atomic.Bool
+	gone    atomic.Uint32                        // bit q: rank q's process is gone (PeerGone)
+	causes  [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone; set before its bit
 
 	mu       sync.Mutex
 	idle     *sync.Cond // signalled when inflight drops to 0
@@ -146,6 +148,27 @@ func (r *Rank) Synchronize() error {
 func (r *Rank) Abort() {
 	r.aborted.Store(true) // before fail raises stop, so waits report the abort
 	r.fail(errs.New(errs.ErrAborted, "host rank %d: aborted", r.topo.Rank))
+}
+
+// PeerGone makes waits on what rank peer writes (every other rank for peer
+// -1) fail with cause once memory does not satisfy them; see atom.Rank.
+func (r *Rank) PeerGone(peer int, cause error) {
+	var bits uint32
+	for q := range r.topo.NRanks {
+		if q != r.topo.Rank && (peer < 0 || peer == q) {
+			r.causes[q].CompareAndSwap(nil, &cause)
+			bits |= 1 << q
+		}
+	}
+	r.gone.Or(bits)
+}
+
+// goneCause returns why rank q is gone, or nil while it is not.
+func (r *Rank) goneCause(q int) error {
+	if q < 0 || q >= snac.MaxRanks || r.gone.Load()&(1<<q) == 0 {
+		return nil
+	}
+	return *r.causes[q].Load()
 }
 
 // Close waits for the rank's launched work (bounded by its waits; Abort

@@ -64,7 +64,7 @@ func (x *worker) load(ref snac.Ref, off, n uint64, buf []byte, flag uint64) ([]b
 	if err != nil {
 		return nil, err
 	}
-	if err := x.readPackets(buf[:n], words, flag, int(ref.Rank), at); err != nil {
+	if err := x.readPackets(buf[:n], words, flag, x.r.topo.PacketSource(ref.Off), int(ref.Rank), at); err != nil {
 		return nil, err
 	}
 	return buf[:n], nil

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -22,17 +23,28 @@ type backoff struct {
 	polls    int
 	sleep    time.Duration
 	deadline time.Time
+	lastLook bool // src was seen gone: the condition gets one more look
 }
 
-// pause is called each time the awaited condition is still false. It
-// returns errs.ErrAborted once the rank is aborted (or broken by an earlier
-// error) and errs.ErrTimeout past the deadline; what describes the wait.
-func (b *backoff) pause(r *Rank, what func() string) error {
+// pause is called each time the awaited condition is still false; src is
+// the rank whose write would satisfy it. It returns errs.ErrAborted once
+// the rank is aborted (or broken by an earlier error), src's cause once src
+// is gone and the condition, looked at once more after that was seen, still
+// is false (what src wrote before it went is in memory by then), and
+// errs.ErrTimeout past the deadline; what describes the wait.
+func (b *backoff) pause(r *Rank, src int, what func() string) error {
 	if r.stop.Load() {
 		if r.aborted.Load() {
 			return errs.New(errs.ErrAborted, "host rank %d: aborted while waiting for %s", r.topo.Rank, what())
 		}
 		return errs.New(errs.ErrAborted, "host rank %d: gave up waiting for %s after an earlier error", r.topo.Rank, what())
+	}
+	if cause := r.goneCause(src); cause != nil {
+		if b.lastLook {
+			return fmt.Errorf("host rank %d: gave up waiting for %s: %w", r.topo.Rank, what(), cause)
+		}
+		b.lastLook = true
+		return nil
 	}
 	b.polls++
 	switch {

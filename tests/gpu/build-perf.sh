@@ -1,7 +1,7 @@
 # tests/gpu/build-perf.sh: sourced by the GPU suites (run.sh, extended.sh) on the
 # GPU machine: builds purlin-perf against Purlin ($bin/perf-purlin) and against
-# the machine's NCCL ($bin/perf-nccl), memalloc_e2e, and purlin-perf's staging
-# test ($bin/perf-staging-test). Needs $root, $gpu,
+# the machine's NCCL ($bin/perf-nccl), memalloc_e2e, peerdeath, and purlin-perf's
+# staging test ($bin/perf-staging-test). Needs $root, $gpu,
 # $bin and $out set; appends its log to $out/env.log and leaves $? as the
 # build's status.
 cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
@@ -24,5 +24,7 @@ cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
     -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" &&
   "${cc_cuda[@]}" -I"$root/include" -o "$bin/perf-staging-test" "$root/cmd/purlin-perf/tests/staging_test.c" \
     "$root/cmd/purlin-perf/backend_cuda.c" -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" \
-    -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread
+    -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
+  gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/peerdeath" "$root/tests/gpu/peerdeath.c" \
+    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")"
 ) >>"$out/env.log" 2>&1

@@ -12,6 +12,8 @@
 #   e2e       tests/gpu/memalloc_e2e.c: comm on the CUDA Atom through the C ABI
 #   staging   cmd/purlin-perf/tests/staging_test.c: purlin-perf's uploads and
 #             downloads are ordered with its streams (else it flags NCCL itself)
+#   peerdeath tests/gpu/peerdeath.c: init/AllReduce/destroy rounds polling async
+#             errors (PEERDEATH_ROUNDS, default 20), and a peer's abort (log: e2e.log)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
 #             allgather, 8 B..64 MiB for the rest and for graph mode)
@@ -78,6 +80,13 @@ if (( t > 0 )) && [[ -x $bin/perf-staging-test ]]; then
   timeout "$t" "$bin/perf-staging-test" >>"$out/e2e.log" 2>&1
   verdict staging $? "($(grep -m1 '^staging: [0-9]' "$out/e2e.log"))"
 else note "SKIP staging"; fi
+# ---------- peerdeath: ranks of one process never taken for gone; a peer's abort ----------
+t=$(left 90)
+if (( t > 0 )) && [[ -x $bin/peerdeath ]]; then
+  { echo "## peerdeath"; PURLIN_DEBUG=WARN timeout "$t" "$bin/peerdeath" "$NGPUS" "${PEERDEATH_ROUNDS:-20}"; } >>"$out/e2e.log" 2>&1
+  verdict peerdeath $? "($(sed -n '/^## peerdeath/,$p' "$out/e2e.log" | grep -c ^PASS) checks passed)"
+  sed -n '/^## peerdeath/,$p' "$out/e2e.log" | grep -E "^FAIL" | head -5 | tee -a "$summary"
+else note "SKIP peerdeath"; fi
 
 # ---------- perf: the same program on Purlin and on NCCL ----------
 big=(allreduce allgather)
