@@ -32,8 +32,9 @@ const (
 	ScalarHostImmediate = 1 // read now, from host memory
 )
 
-// RedOpCreatePreMulSum makes an op that multiplies every input by the
-// scalar (of type dtype), then sums. A host-immediate scalar is read
+// RedOpCreatePreMulSum makes an op that multiplies this rank's input by the
+// scalar (of type dtype), then sums every rank's product; each rank passes
+// its own scalar, and they may differ. A host-immediate scalar is read
 // now; a device-resident one is read by the datapath while each collective
 // runs, as a value of the collective's type. As with NCCL, the op is meant
 // for collectives of dtype on c; it is not checked per call.

@@ -41,7 +41,7 @@ struct Step {
   uint8_t verb;
   uint8_t nsrc;
   uint8_t peer;
-  uint8_t pad;
+  uint8_t scale;  // Reduce, PreMulSum: bit j marks src[j] as this rank's input (multiplied)
   uint32_t slot;
   int64_t delta;
   uint64_t check;
@@ -101,6 +101,7 @@ PURLIN_SIZE(Step, 248);
 PURLIN_OFFSET(Step, verb, Verb, 0);
 PURLIN_OFFSET(Step, nsrc, NSrc, 1);
 PURLIN_OFFSET(Step, peer, Peer, 2);
+PURLIN_OFFSET(Step, scale, Scale, 3);
 PURLIN_OFFSET(Step, slot, Slot, 4);
 PURLIN_OFFSET(Step, delta, Delta, 8);
 PURLIN_OFFSET(Step, check, Check, 16);

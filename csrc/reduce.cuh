@@ -1,14 +1,19 @@
 /**
  * @file reduce.cuh
  * @brief The reduction ops over one element position of N sources, in source
- * (rank) order: acc = first(x0); acc = combine(acc, xj) for j = 1..N-1;
- * result = finish(acc).
+ * (rank) order: acc = first(x0, 0); acc = combine(acc, xj, j) for
+ * j = 1..N-1; result = finish(acc).
  *
  *   Sum, Avg   acc + x              (Avg: finish divides by nranks in A)
  *   Prod       acc * x
  *   Max, Min   (x > acc) ? x : acc, (x < acc) ? x : acc
- *   PreMulSum  first = x0*s; acc + x*s (s converted to A once; from a T at
- *              scalarPtr when set, as ncclScalarDevice)
+ *   PreMulSum  acc + x, where a source the step marks in Step.scale (this
+ *              rank's own input) is first multiplied by this rank's scalar
+ *              s and rounded to T: down(x*s), the value it has when a peer
+ *              reads it pre-multiplied. s is converted to A once; from a T
+ *              at scalarPtr when set, as ncclScalarDevice. Unmarked sources
+ *              (peers' pre-multiplied inputs, partial sums) are added as
+ *              they are.
  */
 #pragma once
 #include "numeric.cuh"
@@ -20,8 +25,8 @@ namespace purlin {
 enum OpKind : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4, kPreMulSum = 5 };
 
 /** The ops fall in three families, so only 12 x 3 reducers are compiled:
- * Sum, Avg and PreMulSum are "sum of x*s" (s = 1 is exact: x*1 == x), Avg
- * then divides; Max and Min differ by a comparison. */
+ * Sum, Avg and PreMulSum are sums (PreMulSum's marked sources multiplied
+ * first), Avg then divides; Max and Min differ by a comparison. */
 enum OpFamily : int { kFamilySum = 0, kFamilyProd = 1, kFamilyMinMax = 2 };
 
 template <int DT, int FAMILY>
@@ -30,20 +35,26 @@ struct Reducer {
   using T = typename N::T;
   using A = typename N::A;
   A scalar;
+  uint32_t scaled;  // bit j: source j is multiplied by scalar (PreMulSum only)
   int nranks;
   bool avg, max;
 
-  __device__ __forceinline__ explicit Reducer(const Launch& L)
-      : scalar(N::scalar(1.0)), nranks(L.nranks), avg(L.op == kAvg), max(L.op == kMax) {
-    if (L.op == kPreMulSum)
+  __device__ __forceinline__ Reducer(const Launch& L, const Step& s)
+      : scalar(N::scalar(1.0)), scaled(0), nranks(L.nranks), avg(L.op == kAvg), max(L.op == kMax) {
+    if (FAMILY == kFamilySum && L.op == kPreMulSum) {
       scalar = L.scalarPtr ? N::up(*(const T*)L.scalarPtr) : N::scalar(L.scalar);
+      scaled = s.scale;
+    }
   }
-  __device__ __forceinline__ A first(T x) const {
-    return FAMILY == kFamilySum ? N::mul(N::up(x), scalar) : N::up(x);
+  /** term is source j's value as the op adds it. */
+  __device__ __forceinline__ A term(T raw, int j) const {
+    if ((scaled >> j) & 1) return N::up(N::down(N::mul(N::up(raw), scalar)));
+    return N::up(raw);
   }
-  __device__ __forceinline__ A combine(A acc, T raw) const {
-    A x = N::up(raw);
-    if (FAMILY == kFamilySum) return N::add(acc, N::mul(x, scalar));
+  __device__ __forceinline__ A first(T x, int j) const { return term(x, j); }
+  __device__ __forceinline__ A combine(A acc, T raw, int j) const {
+    A x = term(raw, j);
+    if (FAMILY == kFamilySum) return N::add(acc, x);
     if (FAMILY == kFamilyProd) return N::mul(acc, x);
     bool take = max ? (x > acc) : (x < acc);  // Max: (x > acc) ? x : acc; Min: (x < acc)
     return take ? x : acc;
@@ -65,12 +76,12 @@ __device__ __forceinline__ W reduceWords(const R& r, int n, const Load& load) {
   U in;
   in.w = load(0);
 #pragma unroll
-  for (int k = 0; k < K; k++) acc[k] = r.first(in.t[k]);
+  for (int k = 0; k < K; k++) acc[k] = r.first(in.t[k], 0);
 #pragma unroll 1
   for (int j = 1; j < n; j++) {
     in.w = load(j);
 #pragma unroll
-    for (int k = 0; k < K; k++) acc[k] = r.combine(acc[k], in.t[k]);
+    for (int k = 0; k < K; k++) acc[k] = r.combine(acc[k], in.t[k], j);
   }
   U out;
 #pragma unroll

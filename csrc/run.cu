@@ -60,15 +60,15 @@ __device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_
 struct NoReducer {
   using T = uint8_t;
   using A = uint8_t;
-  __device__ A first(T x) const { return x; }
-  __device__ A combine(A a, T) const { return a; }
+  __device__ A first(T x, int) const { return x; }
+  __device__ A combine(A a, T, int) const { return a; }
   __device__ T finish(A a) const { return a; }
 };
 
 template <int DT, int FAMILY>
 __device__ __noinline__ uint32_t reduceStep(const Launch& L, const Step& s, uint64_t epoch,
                                             uint64_t dst, const uint64_t* src) {
-  Reducer<DT, FAMILY> r(L);
+  Reducer<DT, FAMILY> r(L, s);
   return move(L, s, epoch, dst, src, s.nsrc, r);
 }
 

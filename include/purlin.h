@@ -141,6 +141,11 @@ purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream);
 purlinResult_t purlinHostStreamDestroy(purlinStream_t stream);
 
 /* ---------- reduction ops ---------- */
+/* An op that multiplies this rank's input by *scalar (a value of datatype),
+ * then sums every rank's product; each rank passes its own scalar, and they
+ * may differ. purlinScalarHostImmediate reads the scalar now;
+ * purlinScalarDevice reads it from that address each time a collective runs
+ * (device memory on the CUDA Atom, host memory on the host Atom). */
 purlinResult_t purlinRedOpCreatePreMulSum(purlinRedOp_t* op, void* scalar, purlinDataType_t datatype, purlinScalarResidence_t residence, purlinComm_t comm);
 purlinResult_t purlinRedOpDestroy(purlinRedOp_t op, purlinComm_t comm);
 

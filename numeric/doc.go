@@ -21,7 +21,7 @@
 // order), accumulating in float32 for the 16- and 8-bit floats (one rounding
 // at the end) and in the type itself otherwise (integers wrap):
 //
-//	numeric.Reduce(dst, [][]byte{a, b, c}, spec.Bfloat16, spec.Op{Kind: spec.Sum}, 3)
+//	numeric.Reduce(dst, [][]byte{a, b, c}, spec.Bfloat16, spec.Op{Kind: spec.Sum}, 3, 0)
 //
 // Copying needs nothing from this package: it is Go's copy.
 package numeric

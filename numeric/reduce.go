@@ -14,43 +14,53 @@ const block = 512
 // Reduce combines srcs element by element into dst, over len(dst)/t.Size()
 // elements, in the order of srcs. Every source must hold at least that many
 // elements; dst may alias a source exactly, not partially. Avg divides the
-// sum by nranks (integers: truncating division); PreMulSum sums
-// x*op.Scalar, the scalar converted to the accumulation type (integers:
-// truncated toward zero). Max and Min keep acc unless x > acc (x < acc), so a
-// NaN in source 0 stays and a NaN elsewhere is skipped. With no sources,
-// dst is left alone. An invalid t or op panics: spec validates calls first.
-func Reduce(dst []byte, srcs [][]byte, t spec.DataType, op spec.Op, nranks int) {
+// sum by nranks (integers: truncating division). Max and Min keep acc unless
+// x > acc (x < acc), so a NaN in source 0 stays and a NaN elsewhere is
+// skipped. With no sources, dst is left alone. An invalid t or op panics:
+// spec validates calls first.
+//
+// PreMulSum sums its sources, first multiplying by op.Scalar each source j
+// whose bit (1<<j) is set in scaled: a rank's own input, which only its own
+// scalar multiplies. The product is taken in the accumulation type and
+// rounded to t, the value a pre-multiplied input has when a peer receives it
+// (integers: the scalar truncated toward zero, products wrap). Sources
+// whose bit is clear (peers' pre-multiplied inputs, partial sums) are added
+// as they are. Other ops ignore scaled.
+func Reduce(dst []byte, srcs [][]byte, t spec.DataType, op spec.Op, nranks int, scaled uint) {
 	if len(srcs) == 0 {
 		return
 	}
 	if op.Kind == spec.Avg && nranks < 1 {
 		panic("numeric: Avg over fewer than one rank")
 	}
+	if op.Kind != spec.PreMulSum {
+		scaled = 0
+	}
 	switch t {
 	case spec.Int8:
-		reduceNative(view[int8](dst), views[int8](srcs), op.Kind, int8(int64(op.Scalar)), int8(nranks))
+		reduceNative(view[int8](dst), views[int8](srcs), op.Kind, int8(int64(op.Scalar)), int8(nranks), scaled)
 	case spec.Uint8:
-		reduceNative(view[uint8](dst), views[uint8](srcs), op.Kind, uint8(int64(op.Scalar)), uint8(nranks))
+		reduceNative(view[uint8](dst), views[uint8](srcs), op.Kind, uint8(int64(op.Scalar)), uint8(nranks), scaled)
 	case spec.Int32:
-		reduceNative(view[int32](dst), views[int32](srcs), op.Kind, int32(int64(op.Scalar)), int32(nranks))
+		reduceNative(view[int32](dst), views[int32](srcs), op.Kind, int32(int64(op.Scalar)), int32(nranks), scaled)
 	case spec.Uint32:
-		reduceNative(view[uint32](dst), views[uint32](srcs), op.Kind, uint32(int64(op.Scalar)), uint32(nranks))
+		reduceNative(view[uint32](dst), views[uint32](srcs), op.Kind, uint32(int64(op.Scalar)), uint32(nranks), scaled)
 	case spec.Int64:
-		reduceNative(view[int64](dst), views[int64](srcs), op.Kind, int64(op.Scalar), int64(nranks))
+		reduceNative(view[int64](dst), views[int64](srcs), op.Kind, int64(op.Scalar), int64(nranks), scaled)
 	case spec.Uint64:
-		reduceNative(view[uint64](dst), views[uint64](srcs), op.Kind, uint64(int64(op.Scalar)), uint64(nranks))
+		reduceNative(view[uint64](dst), views[uint64](srcs), op.Kind, uint64(int64(op.Scalar)), uint64(nranks), scaled)
 	case spec.Float32:
-		reduceNative(view[float32](dst), views[float32](srcs), op.Kind, float32(op.Scalar), float32(nranks))
+		reduceNative(view[float32](dst), views[float32](srcs), op.Kind, float32(op.Scalar), float32(nranks), scaled)
 	case spec.Float64:
-		reduceNative(view[float64](dst), views[float64](srcs), op.Kind, op.Scalar, float64(nranks))
+		reduceNative(view[float64](dst), views[float64](srcs), op.Kind, op.Scalar, float64(nranks), scaled)
 	case spec.Float16:
-		reduceWidened(view[uint16](dst), views[uint16](srcs), op, nranks, float16ToFloat32[:], narrowFloat16)
+		reduceWidened(view[uint16](dst), views[uint16](srcs), op, nranks, scaled, float16ToFloat32[:], narrowFloat16)
 	case spec.Bfloat16:
-		reduceWidened(view[uint16](dst), views[uint16](srcs), op, nranks, bfloat16ToFloat32[:], narrowBfloat16)
+		reduceWidened(view[uint16](dst), views[uint16](srcs), op, nranks, scaled, bfloat16ToFloat32[:], narrowBfloat16)
 	case spec.Float8e4m3:
-		reduceWidened(view[uint8](dst), views[uint8](srcs), op, nranks, e4m3ToFloat32[:], narrowE4M3)
+		reduceWidened(view[uint8](dst), views[uint8](srcs), op, nranks, scaled, e4m3ToFloat32[:], narrowE4M3)
 	case spec.Float8e5m2:
-		reduceWidened(view[uint8](dst), views[uint8](srcs), op, nranks, e5m2ToFloat32[:], narrowE5M2)
+		reduceWidened(view[uint8](dst), views[uint8](srcs), op, nranks, scaled, e5m2ToFloat32[:], narrowE5M2)
 	default:
 		panic("numeric: Reduce of invalid type " + t.String())
 	}
@@ -91,15 +101,18 @@ type srcViews[T any] struct {
 }
 
 // reduceNative accumulates in T itself.
-func reduceNative[T number](dst []T, v srcViews[T], kind spec.OpKind, scalar, nranks T) {
+func reduceNative[T number](dst []T, v srcViews[T], kind spec.OpKind, scalar, nranks T, scaled uint) {
 	srcs := v.s[:v.n]
 	var acc [block]T
 	for base := 0; base < len(dst); base += block {
 		a := acc[:min(block, len(dst)-base)]
 		end := base + len(a)
-		start(a, srcs[0][base:end], kind, scalar)
-		for _, s := range srcs[1:] {
-			combine(a, s[base:end], kind, scalar)
+		for k, s := range srcs {
+			if k == 0 {
+				start(a, s[base:end], scaled&1 != 0, scalar)
+			} else {
+				combine(a, s[base:end], kind, scaled&(1<<k) != 0, scalar)
+			}
 		}
 		finish(a, kind, nranks)
 		copy(dst[base:end], a)
@@ -108,23 +121,32 @@ func reduceNative[T number](dst []T, v srcViews[T], kind spec.OpKind, scalar, nr
 
 // reduceWidened accumulates a narrow float type in float32 and rounds once.
 // Decoding is a table load and encoding a direct call, so the inner loops
-// make no indirect calls (and the stack accumulators do not escape).
-func reduceWidened[S uint8 | uint16](dst []S, v srcViews[S], op spec.Op, nranks int, table []float32, to narrowType) {
+// make no indirect calls (and the stack accumulators do not escape). A
+// scaled source is multiplied and rounded to S before it is accumulated.
+func reduceWidened[S uint8 | uint16](dst []S, v srcViews[S], op spec.Op, nranks int, scaled uint, table []float32, to narrowType) {
 	srcs := v.s[:v.n]
 	scalar, n := float32(op.Scalar), float32(nranks)
 	var acc, x [block]float32
+	var premul [block]S
 	for base := 0; base < len(dst); base += block {
 		a := acc[:min(block, len(dst)-base)]
 		xs := x[:len(a)]
 		for k, s := range srcs {
 			s = s[base : base+len(a)]
+			if scaled&(1<<k) != 0 {
+				for i := range xs {
+					xs[i] = table[s[i]] * scalar
+				}
+				s = premul[:len(a)]
+				encodeBlock(s, xs, to)
+			}
 			for i := range xs {
 				xs[i] = table[s[i]]
 			}
 			if k == 0 {
-				start(a, xs, op.Kind, scalar)
+				start(a, xs, false, scalar)
 			} else {
-				combine(a, xs, op.Kind, scalar)
+				combine(a, xs, op.Kind, false, scalar)
 			}
 		}
 		finish(a, op.Kind, n)
@@ -132,9 +154,9 @@ func reduceWidened[S uint8 | uint16](dst []S, v srcViews[S], op spec.Op, nranks 
 	}
 }
 
-// start loads source 0 into the accumulator.
-func start[T number](a, x []T, kind spec.OpKind, scalar T) {
-	if kind == spec.PreMulSum {
+// start loads source 0 into the accumulator, multiplied by scalar if scaled.
+func start[T number](a, x []T, scaled bool, scalar T) {
+	if scaled {
 		for i := range a {
 			a[i] = x[i] * scalar
 		}
@@ -143,9 +165,19 @@ func start[T number](a, x []T, kind spec.OpKind, scalar T) {
 	copy(a, x)
 }
 
-// combine folds one more source into the accumulator.
-func combine[T number](a, x []T, kind spec.OpKind, scalar T) {
+// combine folds one more source into the accumulator; PreMulSum multiplies
+// it by scalar first if scaled.
+func combine[T number](a, x []T, kind spec.OpKind, scaled bool, scalar T) {
 	x = x[:len(a)]
+	switch {
+	case kind == spec.PreMulSum && scaled:
+		for i := range a {
+			a[i] += T(x[i] * scalar) // the conversion rounds the product: no fused multiply-add
+		}
+		return
+	case kind == spec.PreMulSum:
+		kind = spec.Sum
+	}
 	switch kind {
 	case spec.Sum, spec.Avg:
 		for i := range a {
@@ -166,10 +198,6 @@ func combine[T number](a, x []T, kind spec.OpKind, scalar T) {
 			if x[i] < a[i] {
 				a[i] = x[i]
 			}
-		}
-	case spec.PreMulSum:
-		for i := range a {
-			a[i] += x[i] * scalar
 		}
 	default:
 		panic("numeric: Reduce with invalid op")

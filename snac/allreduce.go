@@ -25,7 +25,7 @@ func (b *builder) emitAllReducePackets(c *spec.Call) {
 		lo, hi := b.g.span(length, w)
 		for q := range b.n {
 			if q != b.me {
-				b.copy(w, b.packet(b.me, q, lo), sendRef(lo), hi-lo, 1, check)
+				b.stageInput(w, b.packet(b.me, q, lo), sendRef(lo), hi-lo, 1, check)
 			}
 		}
 		srcs := make([]Ref, b.n)
@@ -33,7 +33,7 @@ func (b *builder) emitAllReducePackets(c *spec.Call) {
 			srcs[p] = b.packet(p, b.me, lo)
 		}
 		srcs[b.me] = sendRef(lo)
-		b.reduce(w, recvRef(lo), srcs, hi-lo, 1, check)
+		b.reduce(w, recvRef(lo), srcs, b.me, hi-lo, 1, check)
 	}
 }
 
@@ -68,7 +68,7 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 			// Stage shard q for rank q, and tell it.
 			for q := range b.n {
 				if lo, hi := piece(q, w, k); q != b.me && lo < hi {
-					b.copy(w, b.stage(b.me, q, g.stageOff(w, k, q)), sendRef(lo), hi-lo, 0, 0)
+					b.stageInput(w, b.stage(b.me, q, g.stageOff(w, k, q)), sendRef(lo), hi-lo, 0, 0)
 					b.notify(w, q, b.readySlot(FlagReady, b.me, q, w), int64(k+1), check)
 				}
 			}
@@ -86,7 +86,7 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 				if b.n == 1 {
 					mine = recvRef(lo)
 				}
-				b.reduce(w, mine, srcs, hi-lo, 0, 0)
+				b.reduce(w, mine, srcs, b.me, hi-lo, 0, 0)
 				for q := range b.n {
 					if q != b.me {
 						b.notify(w, q, b.readySlot(FlagReduced, b.me, q, w), int64(k+1), check)

@@ -48,7 +48,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBuilder(t, g)
+	b := newBuilder(c, t, g)
 	if c.Coll == spec.SendRecv {
 		b.p2p, b.peer, b.sender = true, c.Peer, c.IsSend
 	}
@@ -68,7 +68,7 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	}
 	if length <= t.PacketMax {
 		g, _ := newGeometry(t, t.StageHalf, length, 1, true, false)
-		b := newBuilder(t, g)
+		b := newBuilder(c, t, g)
 		b.writes = c.NRanks > 1
 		b.emitAllReducePackets(c)
 		return b.plan(RegimePacket), nil
@@ -78,7 +78,7 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newBuilder(t, g)
+	b := newBuilder(c, t, g)
 	b.writes = c.NRanks > 1
 	b.emitAllReduceStaged(c)
 	return b.plan(g.regime(longest)), nil

@@ -1,5 +1,7 @@
 package snac
 
+import "purlin/spec"
+
 // builder accumulates the steps of one rank's Plan, worker by worker, and
 // knows how this rank addresses staging, packets and flags on its channel.
 type builder struct {
@@ -18,10 +20,15 @@ type builder struct {
 	// rank before it waits for any (rooted collectives, see agree.go).
 	agree bool
 	check uint64
+	// premul is set for a PreMulSum reduction: this rank's input meets its
+	// scalar where the Plan first reads it (stageInput, and the own source
+	// of each reduce), and nowhere else.
+	premul bool
 }
 
-func newBuilder(t Topology, g geometry) *builder {
-	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers)}
+func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
+	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
+		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
 }
 
 // channel is this rank's channel for the Plan's workers.
@@ -80,13 +87,29 @@ func (b *builder) copy(w int, dst, src Ref, bytes uint64, delta int64, check uin
 	b.add(w, Step{Verb: Copy, Dst: dst, Src: [MaxSrc]Ref{src}, Bytes: bytes, Delta: delta, Check: check})
 }
 
-func (b *builder) reduce(w int, dst Ref, srcs []Ref, bytes uint64, delta int64, check uint64) {
+// reduce combines srcs into dst; srcs[own] is this rank's input, the one
+// source a PreMulSum multiplies (by this rank's scalar).
+func (b *builder) reduce(w int, dst Ref, srcs []Ref, own int, bytes uint64, delta int64, check uint64) {
 	if bytes == 0 {
 		return
 	}
 	s := Step{Verb: Reduce, NSrc: uint8(len(srcs)), Dst: dst, Bytes: bytes, Delta: delta, Check: check}
+	if b.premul {
+		s.Scale = 1 << own
+	}
 	copy(s.Src[:], srcs)
 	b.add(w, s)
+}
+
+// stageInput copies bytes of this rank's input (src) into staging or packets
+// for consumers. A PreMulSum multiplies them by this rank's scalar on the
+// way (a one-source Reduce), so consumers add what they read as it is.
+func (b *builder) stageInput(w int, dst, src Ref, bytes uint64, delta int64, check uint64) {
+	if b.premul {
+		b.reduce(w, dst, []Ref{src}, 0, bytes, delta, check)
+		return
+	}
+	b.copy(w, dst, src, bytes, delta, check)
 }
 
 func (b *builder) notify(w, peer int, slot uint32, delta int64, check uint64) {

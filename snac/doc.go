@@ -37,6 +37,15 @@
 // FlagDone >= epoch+DoneDelta from those ranks. Done flags carry the constant
 // check word DoneCheck, since they outlive the call that raised them.
 //
+// # PreMulSum
+//
+// Each rank multiplies its own input by its own scalar (ranks may pass
+// different scalars). A Plan applies it where it first reads this rank's
+// input: what it stages or packetises for consumers is a one-source Reduce
+// with Step.Scale set, and its own source in a local Reduce is marked in
+// Scale. Peers' data and partial sums are never scaled again, so every
+// input meets exactly one scalar, its owner's.
+//
 // # Check words
 //
 // Every Notify carries a 64-bit fingerprint of the call's shape (collective,

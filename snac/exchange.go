@@ -60,7 +60,7 @@ func (b *builder) emitPacketSends(w int, x *exchange) {
 			continue
 		}
 		lo, hi := b.g.span(o.length, w)
-		b.copy(w, b.packet(b.me, o.to, lo), sendRef(o.src+lo), hi-lo, 1, o.check)
+		b.stageInput(w, b.packet(b.me, o.to, lo), sendRef(o.src+lo), hi-lo, 1, o.check)
 	}
 }
 
@@ -82,7 +82,7 @@ func (b *builder) emitPacketReceives(w int, x *exchange) {
 			srcs[q] = b.packet(q, b.me, lo)
 		}
 		srcs[b.me] = sendRef(r.own + lo)
-		b.reduce(w, recvRef(r.dst+lo), srcs, hi-lo, 1, r.check)
+		b.reduce(w, recvRef(r.dst+lo), srcs, b.me, hi-lo, 1, r.check)
 	}
 }
 
@@ -134,7 +134,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		}
 		if staged&(1<<o.seg) == 0 {
 			staged |= 1 << o.seg
-			b.copy(w, b.stage(b.me, o.to, g.stageOff(w, c, o.seg)), sendRef(o.src+lo), hi-lo, 0, 0)
+			b.stageInput(w, b.stage(b.me, o.to, g.stageOff(w, c, o.seg)), sendRef(o.src+lo), hi-lo, 0, 0)
 		}
 	}
 	for _, o := range x.outs {
@@ -178,7 +178,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 			}
 		}
 		srcs[b.me] = sendRef(r.own + lo)
-		b.reduce(w, recvRef(r.dst+lo), srcs, hi-lo, 0, 0)
+		b.reduce(w, recvRef(r.dst+lo), srcs, b.me, hi-lo, 0, 0)
 	}
 	for q := range b.n {
 		if drained&(1<<q) != 0 {

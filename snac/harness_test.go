@@ -141,11 +141,12 @@ func garbage(rng *rand.Rand, mem []byte) {
 	_, _ = rand.NewChaCha8(seed).Read(mem)
 }
 
-// callsFor returns one call per rank of a collective shape.
+// callsFor returns one call per rank of a collective shape, each rank with
+// its own PreMulSum scalar (spectest.RankOp).
 func callsFor(n int, coll spec.Collective, t spec.DataType, op spec.Op, count uint64, root int) []*spec.Call {
 	calls := make([]*spec.Call, n)
 	for r := range n {
-		calls[r] = &spec.Call{Coll: coll, Type: t, Op: op, Count: count, Root: root, Rank: r, NRanks: n}
+		calls[r] = &spec.Call{Coll: coll, Type: t, Op: spectest.RankOp(op, r), Count: count, Root: root, Rank: r, NRanks: n}
 	}
 	return calls
 }

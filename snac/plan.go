@@ -30,7 +30,11 @@ const (
 	Copy Verb = iota
 	// Reduce combines Src[0..NSrc) element by element, in that (rank) order,
 	// into Dst, with the Plan's type and op (fp32 accumulation for 16- and
-	// 8-bit floats). Packet-space sources are waited for as in Copy.
+	// 8-bit floats). Packet-space sources are waited for as in Copy. Under
+	// PreMulSum, the sources marked in Scale are multiplied by this rank's
+	// scalar (the product rounded to the type) and the others added as they
+	// are; a one-source Reduce with Scale set is how a rank's input leaves it
+	// pre-multiplied.
 	Reduce
 	// Notify writes Check into rank Peer's check word for Slot, then raises
 	// its flag Slot to epoch+Delta with release ordering.
@@ -84,8 +88,12 @@ type Step struct {
 	Verb Verb
 	NSrc uint8 // Reduce: number of sources; Copy always has one (Src[0]) and leaves NSrc 0
 	Peer uint8 // Notify: the rank whose flag is raised
-	_    uint8
-	Slot uint32 // Notify, Wait; packet copies: unused
+	// Scale marks, for a PreMulSum Reduce, the sources that are this rank's
+	// own input (bit j: Src[j]): only they meet this rank's scalar, exactly
+	// once; peers' contributions arrive already multiplied by theirs, and
+	// partial sums are never multiplied again. 0 for every other step.
+	Scale uint8
+	Slot  uint32 // Notify, Wait; packet copies: unused
 	// Delta: flags and packets carry epoch+Delta.
 	Delta int64
 	// Check is the call's fingerprint: Notify writes it beside the flag,

@@ -12,8 +12,9 @@ const (
 	Min    OpKind = 3
 	Avg    OpKind = 4
 	NumOps OpKind = 5
-	// PreMulSum multiplies every input by Op.Scalar, then sums. NCCL clients
-	// reach it through ncclRedOpCreatePreMulSum, whose handles are >= NumOps.
+	// PreMulSum multiplies each rank's input by that rank's own Op.Scalar
+	// (ranks may pass different scalars), then sums. NCCL clients reach it
+	// through ncclRedOpCreatePreMulSum, whose handles are >= NumOps.
 	PreMulSum OpKind = 5
 )
 
@@ -22,8 +23,9 @@ var opNames = [...]string{"sum", "prod", "max", "min", "avg", "premulsum"}
 // Op is a reduction as the Atoms apply it.
 type Op struct {
 	Kind OpKind
-	// Scalar is PreMulSum's factor, already converted to float64 (integer
-	// types use it rounded toward zero, as the source type would hold it).
+	// Scalar is PreMulSum's factor for this rank's input, already converted
+	// to float64 (integer types use it rounded toward zero, as the source
+	// type would hold it).
 	Scalar float64
 	// ScalarPtr, when not 0, is a device address where PreMulSum reads its
 	// factor while the collective runs (ncclScalarDevice).

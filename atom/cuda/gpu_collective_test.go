@@ -19,30 +19,54 @@ import (
 )
 
 // call is one collective on every rank: inputs, device buffers, Plans.
+// ops[r] is rank r's op as the reference sees it: its PreMulSum scalar
+// (calls[r].Op may instead point at it in device memory).
 type call struct {
 	calls  []*spec.Call
 	plans  []*snac.Plan
+	ops    []spec.Op
 	inputs [][]byte
 	send   []devicePtr
 	recv   []devicePtr
-	out    int
+	out    []int // bytes of each rank's output
 }
 
+// newCall makes one call of coll per rank, rank r with spectest.RankOp(op, r).
 func newCall(t *testing.T, ranks []*gpuRank, coll spec.Collective, typ spec.DataType, op spec.Op, count uint64, rng *rand.Rand) *call {
+	ops := make([]spec.Op, len(ranks))
+	for r := range ops {
+		ops[r] = spectest.RankOp(op, r)
+	}
+	return newCallOps(t, ranks, coll, typ, ops, ops, count, false, rng)
+}
+
+// newCallOps makes one call per rank, rank r's Plan with ops[r] and its
+// reference with ref[r]; in place, each rank's output lies where NCCL puts
+// it in its input.
+func newCallOps(t *testing.T, ranks []*gpuRank, coll spec.Collective, typ spec.DataType, ops, ref []spec.Op, count uint64, inPlace bool, rng *rand.Rand) *call {
 	n := len(ranks)
-	c := &call{}
+	c := &call{ops: append([]spec.Op(nil), ref...)}
 	for r, g := range ranks {
-		sc := &spec.Call{Coll: coll, Count: count, Type: typ, Op: op, Rank: r, NRanks: n}
+		sc := &spec.Call{Coll: coll, Count: count, Type: typ, Op: ops[r], Root: n - 1, Rank: r, NRanks: n}
 		in, out := sc.Extents()
-		send, recv := g.alloc(t, int(in)), g.alloc(t, int(out))
+		send, recv := g.alloc(t, int(in)), devicePtr(0)
+		switch {
+		case !inPlace:
+			recv = g.alloc(t, int(out))
+		case coll == spec.ReduceScatter:
+			recv = send + devicePtr(uint64(r)*count*uint64(typ.Size()))
+		default:
+			recv = send
+		}
 		sc.Send, sc.Recv = uintptr(send), uintptr(recv)
+		require.Equal(t, inPlace, sc.InPlace(), "%s", sc)
 		buf := make([]byte, in)
-		spectest.Fill(rng, typ, op.Kind, buf)
+		spectest.Fill(rng, typ, ops[r].Kind, buf)
 		g.upload(t, send, buf)
 		plan, err := snac.Build(sc, g.topo)
 		require.NoError(t, err)
 		c.calls, c.plans, c.inputs = append(c.calls, sc), append(c.plans, plan), append(c.inputs, buf)
-		c.send, c.recv, c.out = append(c.send, send), append(c.recv, recv), int(out)
+		c.send, c.recv, c.out = append(c.send, send), append(c.recv, recv), append(c.out, int(out))
 	}
 	return c
 }
@@ -54,21 +78,35 @@ func (c *call) launch(t *testing.T, ranks []*gpuRank) {
 }
 
 // expected is rank r's output, computed with numeric.Reduce in rank order:
-// the same order and rounding the Atoms use, so results must be bit-identical.
+// the same order and rounding the Atoms use, so results must be
+// bit-identical. A PreMulSum multiplies each rank's input by that rank's
+// scalar first (the product rounded to the type, as the rank sends it),
+// then sums.
 func (c *call) expected(r int) []byte {
 	sc := c.calls[0]
 	n := len(c.inputs)
 	size := int(sc.Count) * sc.Type.Size()
-	want := make([]byte, c.out)
+	want := make([]byte, c.out[r])
+	if len(want) == 0 {
+		return want // not Reduce's root
+	}
+	inputs := c.inputs
+	if sc.Op.Kind == spec.PreMulSum {
+		inputs = make([][]byte, n)
+		for q := range n {
+			inputs[q] = make([]byte, len(c.inputs[q]))
+			numeric.Reduce(inputs[q], c.inputs[q:q+1], sc.Type, c.ops[q], 1, 1)
+		}
+	}
 	switch sc.Coll {
-	case spec.AllReduce:
-		numeric.Reduce(want, c.inputs, sc.Type, sc.Op, n)
+	case spec.AllReduce, spec.Reduce:
+		numeric.Reduce(want, inputs, sc.Type, c.ops[r], n, 0)
 	case spec.ReduceScatter:
 		slices := make([][]byte, n)
 		for q := range slices {
-			slices[q] = c.inputs[q][r*size : (r+1)*size]
+			slices[q] = inputs[q][r*size : (r+1)*size]
 		}
-		numeric.Reduce(want, slices, sc.Type, sc.Op, n)
+		numeric.Reduce(want, slices, sc.Type, c.ops[r], n, 0)
 	case spec.AllGather:
 		for q := 0; q < n; q++ {
 			copy(want[q*size:], c.inputs[q])
@@ -81,7 +119,7 @@ func (c *call) check(t *testing.T, ranks []*gpuRank, what string) {
 	for r, g := range ranks {
 		g.sync(t)
 		require.NoError(t, g.AsyncError(), what)
-		got := g.download(t, c.recv[r], c.out)
+		got := g.download(t, c.recv[r], c.out[r])
 		if want := c.expected(r); !bytes.Equal(got, want) {
 			i := 0
 			for i < len(got) && got[i] == want[i] {
@@ -109,6 +147,59 @@ func TestGPUAllReduceEveryTypeAndOp(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGPUPreMulSumScalarPerRank: each rank multiplies its own input by its
+// own scalar (ncclRedOpCreatePreMulSum), every type, size regime and
+// reducing collective, in place and apart, the scalar host-immediate (in the
+// Launch) or device-resident (ncclScalarDevice: read from device memory
+// while the kernel runs, so a new value there changes the next run of the
+// same Plan).
+func TestGPUPreMulSumScalarPerRank(t *testing.T) {
+	ranks := newGPURanks(t, 2, int64(20*time.Second))
+	rng := rand.New(rand.NewPCG(11, 12))
+	scalar := func(r int) spec.Op { return spectest.RankOp(spec.Op{Kind: spec.PreMulSum, Scalar: -2}, r) }
+	for typ := spec.DataType(0); typ < spec.NumTypes; typ++ {
+		for _, coll := range []spec.Collective{spec.AllReduce, spec.Reduce, spec.ReduceScatter} {
+			for i, count := range testCounts {
+				inPlace := i%2 == 1
+				what := fmt.Sprintf("%s %s count %d inPlace=%v", coll, typ, count, inPlace)
+				ops := []spec.Op{scalar(0), scalar(1)}
+				c := newCallOps(t, ranks, coll, typ, ops, ops, count, inPlace, rng)
+				c.launch(t, ranks)
+				c.check(t, ranks, "host-immediate "+what)
+
+				devOps := make([]spec.Op, len(ranks))
+				scalars := make([]devicePtr, len(ranks))
+				for r, g := range ranks {
+					scalars[r] = g.alloc(t, typ.Size())
+					g.upload(t, scalars[r], scalarBytes(typ, scalar(r).Scalar))
+					devOps[r] = spec.Op{Kind: spec.PreMulSum, Scalar: 7, ScalarPtr: uintptr(scalars[r])} // Scalar is ignored
+				}
+				c = newCallOps(t, ranks, coll, typ, devOps, ops, count, inPlace, rng)
+				c.launch(t, ranks)
+				c.check(t, ranks, "device "+what)
+				for r, g := range ranks {
+					c.ops[r] = scalar(r + 2)
+					g.upload(t, scalars[r], scalarBytes(typ, c.ops[r].Scalar))
+					g.upload(t, c.send[r], c.inputs[r]) // in place, the first run overwrote it
+				}
+				c.launch(t, ranks)
+				c.check(t, ranks, "device, scalars changed, "+what)
+			}
+		}
+	}
+}
+
+// scalarBytes is v as one element of typ.
+func scalarBytes(typ spec.DataType, v float64) []byte {
+	b := make([]byte, typ.Size())
+	if typ.IsFloat() {
+		numeric.SetFloat64(typ, b, 0, v)
+	} else {
+		numeric.SetInt64(typ, b, 0, int64(v))
+	}
+	return b
 }
 
 func TestGPUGatherAndScatter(t *testing.T) {

@@ -38,7 +38,7 @@ func TestGPUPeerGone(t *testing.T) {
 		launchOne(t, ranks[0], c, 0)
 		ranks[0].sync(t)
 		require.NoError(t, ranks[0].AsyncError(), "count %d", count)
-		require.True(t, bytes.Equal(c.inputs[1], ranks[0].download(t, c.recv[0], c.out)), "count %d: the root's data", count)
+		require.True(t, bytes.Equal(c.inputs[1], ranks[0].download(t, c.recv[0], c.out[0])), "count %d: the root's data", count)
 	}
 
 	ranks := newGPURanks(t, 2, int64(60*time.Second))

@@ -39,13 +39,14 @@ func gpuRankCounts(t *testing.T) []int {
 var everyGPUType = []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint32, spec.Int64, spec.Uint64,
 	spec.Float16, spec.Float32, spec.Float64, spec.Bfloat16, spec.Float8e4m3, spec.Float8e5m2}
 
-// runChecked runs one call of coll on every rank and checks every rank's
-// output against spectest's reference.
+// runChecked runs one call of coll on every rank (rank r with
+// spectest.RankOp(op, r): PreMulSum scalars differ per rank) and checks
+// every rank's output against spectest's reference.
 func runChecked(t *testing.T, ranks []*gpuRank, coll spec.Collective, typ spec.DataType, op spec.Op, perRank uint64, rng *rand.Rand) {
 	n := len(ranks)
 	calls := make([]*spec.Call, n)
 	for r := range ranks {
-		calls[r] = typedCall(coll, typ, op, n, r, perRank)
+		calls[r] = typedCall(coll, typ, spectest.RankOp(op, r), n, r, perRank)
 	}
 	inputs := spectest.Inputs(rng, calls)
 	want := spectest.Expected(calls, inputs)

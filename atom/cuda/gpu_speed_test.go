@@ -66,7 +66,7 @@ func TestGPUSpeed(t *testing.T) {
 		}
 		per := time.Since(start) / time.Duration(tc.reps*perGraph)
 		c.check(t, ranks, "after replays")
-		bytes := float64(c.out)
+		bytes := float64(c.out[0])
 		if tc.coll == spec.ReduceScatter {
 			bytes *= 2 // busbw counts the whole input
 		}
@@ -74,7 +74,7 @@ func TestGPUSpeed(t *testing.T) {
 		if tc.coll == spec.AllReduce {
 			busbw *= 2 // AllReduce: 2(n-1)/n
 		}
-		t.Logf("SPEED %s float32 count %d (%d B out): %v per call (graph), busbw %.1f GB/s", tc.coll, tc.count, c.out, per, busbw)
+		t.Logf("SPEED %s float32 count %d (%d B out): %v per call (graph), busbw %.1f GB/s", tc.coll, tc.count, c.out[0], per, busbw)
 		for r, g := range ranks {
 			inContext(g.ctx, func() error { driver.GraphExecDestroy(execs[r]); return nil })
 		}

@@ -37,7 +37,7 @@ func (x *worker) reduce(s *snac.Step) error {
 				return err
 			}
 		}
-		numeric.Reduce(dst, srcs[:k], x.plan.Type, x.op, x.plan.NRanks)
+		numeric.Reduce(dst, srcs[:k], x.plan.Type, x.op, x.plan.NRanks, uint(s.Scale))
 		return nil
 	}
 	flag := packetFlag(s.Check, x.target(s))
@@ -57,7 +57,7 @@ func (x *worker) reduce(s *snac.Step) error {
 				return err
 			}
 		}
-		numeric.Reduce(out, srcs[:k], x.plan.Type, x.op, x.plan.NRanks)
+		numeric.Reduce(out, srcs[:k], x.plan.Type, x.op, x.plan.NRanks, uint(s.Scale))
 		if s.Dst.Space == snac.SpacePacket {
 			if err := x.store(s.Dst, off, out, flag); err != nil {
 				return err

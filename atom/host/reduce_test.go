@@ -12,23 +12,34 @@ import (
 	"purlin/numeric"
 	"purlin/snac"
 	"purlin/spec"
+	"purlin/spec/spectest"
 )
 
 // reducePlan: every rank stages (or sends as packets) its input, then
-// reduces all ranks' copies, in rank order, into its output.
+// reduces all ranks' copies, in rank order, into its output. A PreMulSum
+// rank stages its input multiplied by its scalar (a one-source Reduce with
+// Scale set); the staged variant reduces its own input from Send, scaled
+// there, and the peers' staged copies as they are.
 func reducePlan(t snac.Topology, typ spec.DataType, op spec.Op, size uint64, packets bool) *snac.Plan {
 	me := t.Rank
 	const check = 0xabc
 	readySlot := func(src int) uint32 { return snac.FlagSlot(snac.Collective, snac.FlagReady, src, 0) }
+	stage := func(dst snac.Ref) snac.Step {
+		s := copyStep(dst, sendRef(0), size, check)
+		if op.Kind == spec.PreMulSum {
+			s.Verb, s.NSrc, s.Scale = snac.Reduce, 1, 1
+		}
+		return s
+	}
 	var steps []snac.Step
 	red := snac.Step{Verb: snac.Reduce, NSrc: uint8(t.NRanks), Dst: recvRef(0), Bytes: size, Delta: 1, Check: check}
 	if packets {
 		for q := range t.NRanks {
-			steps = append(steps, copyStep(packetRef(t, q, me), sendRef(0), size, check))
+			steps = append(steps, stage(packetRef(t, q, me)))
 			red.Src[q] = packetRef(t, me, q)
 		}
 	} else {
-		steps = append(steps, copyStep(stageRef(t, me, 0), sendRef(0), size, check))
+		steps = append(steps, stage(stageRef(t, me, 0)))
 		for q := range t.NRanks {
 			if q != me {
 				steps = append(steps, notifyStep(q, readySlot(me), 1, check))
@@ -41,6 +52,9 @@ func reducePlan(t snac.Topology, typ spec.DataType, op spec.Op, size uint64, pac
 			red.Src[q] = stageRef(t, q, 0)
 		}
 	}
+	if !packets && op.Kind == spec.PreMulSum {
+		red.Src[me], red.Scale = sendRef(0), 1<<me
+	}
 	steps = append(steps, red)
 	var b planBuilder
 	b.worker(snac.Collective, 0, steps...)
@@ -49,7 +63,9 @@ func reducePlan(t snac.Topology, typ spec.DataType, op spec.Op, size uint64, pac
 }
 
 // Every type and op, reduced from three ranks' staging and from packets,
-// equals numeric.Reduce of the inputs in rank order.
+// equals numeric.Reduce of the inputs in rank order. PreMulSum gets a
+// different scalar on every rank: the sum of each input times its own rank's
+// scalar.
 func TestReduceEveryTypeAndOp(t *testing.T) {
 	const n = 3
 	ranks := newRanks(t, n, 20*time.Second)
@@ -76,14 +92,22 @@ func TestReduceEveryTypeAndOp(t *testing.T) {
 					recvs[r] = make([]byte, size)
 				}
 				for r, rk := range ranks {
-					require.NoError(t, rk.Launch(reducePlan(rk.topo, typ, op, size, packets),
+					require.NoError(t, rk.Launch(reducePlan(rk.topo, typ, spectest.RankOp(op, r), size, packets),
 						[]atom.Buffers{{Send: addr(sends[r]), Recv: addr(recvs[r])}}, 0))
 				}
 				for _, err := range syncAll(ranks) {
 					require.NoError(t, err, name)
 				}
+				terms := sends
+				if kind == spec.PreMulSum {
+					terms = make([][]byte, n)
+					for r := range n {
+						terms[r] = make([]byte, size)
+						numeric.Reduce(terms[r], sends[r:r+1], typ, spectest.RankOp(op, r), 1, 1)
+					}
+				}
 				want := make([]byte, size)
-				numeric.Reduce(want, sends, typ, op, n)
+				numeric.Reduce(want, terms, typ, op, n, 0)
 				for r := range n {
 					require.Equal(t, want, recvs[r], "%s rank %d", name, r)
 				}
@@ -93,25 +117,26 @@ func TestReduceEveryTypeAndOp(t *testing.T) {
 	}
 }
 
-// PreMulSum may read its factor from memory (ncclScalarDevice).
+// PreMulSum may read its factor from memory (ncclScalarDevice), each rank
+// from its own: 2*0.5 + 4*1.5.
 func TestReduceScalarFromMemory(t *testing.T) {
 	ranks := newRanks(t, 2, 20*time.Second)
-	scalar := make([]byte, 4)
-	numeric.SetFloat64(spec.Float32, scalar, 0, 0.5)
 	const size = 16
 	sends, recvs := make([][]byte, 2), make([][]byte, 2)
+	scalars := [][]byte{make([]byte, 4), make([]byte, 4)}
 	for r, rk := range ranks {
+		numeric.SetFloat64(spec.Float32, scalars[r], 0, []float64{0.5, 1.5}[r])
 		sends[r], recvs[r] = make([]byte, size), make([]byte, size)
 		for i := range size / 4 {
 			numeric.SetFloat64(spec.Float32, sends[r], i, float64(2*(r+1)))
 		}
-		op := spec.Op{Kind: spec.PreMulSum, ScalarPtr: addr(scalar)}
+		op := spec.Op{Kind: spec.PreMulSum, ScalarPtr: addr(scalars[r])}
 		require.NoError(t, rk.Launch(reducePlan(rk.topo, spec.Float32, op, size, false), []atom.Buffers{{Send: addr(sends[r]), Recv: addr(recvs[r])}}, 0))
 	}
 	for _, err := range syncAll(ranks) {
 		require.NoError(t, err)
 	}
 	for r := range 2 {
-		require.Equal(t, 3.0, numeric.GetFloat64(spec.Float32, recvs[r], 3))
+		require.Equal(t, 7.0, numeric.GetFloat64(spec.Float32, recvs[r], 3))
 	}
 }

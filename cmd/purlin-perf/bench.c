@@ -187,15 +187,16 @@ static void bench_size(session_t* s, const coll_t* coll, const dtype_t* t, int o
   memset(&c, 0, sizeof(c));
   c.shape = sh;
   c.type = t;
-  unsigned char scalar[8];
-  if (t->kind == KIND_FLOAT) store_float(t, scalar, 0, MULSUM_SCALAR);
-  else store_bits(t, scalar, 0, MULSUM_SCALAR);
   for (int r = s->first; r < s->first + s->count; r++) {
     c.comm[r] = s->comm[r];
     c.stream[r] = backend_stream(r);
     c.op[r] = (ncclRedOp_t)(op < OP_MULSUM ? op : 0);
-    if (coll->reduces && op == OP_MULSUM)
+    if (coll->reduces && op == OP_MULSUM) {
+      unsigned char scalar[8];
+      if (t->kind == KIND_FLOAT) store_float(t, scalar, 0, mulsum_scalar(r));
+      else store_bits(t, scalar, 0, (uint64_t)mulsum_scalar(r));
       NCCLCHECK(ncclRedOpCreatePreMulSum(&c.op[r], scalar, (ncclDataType_t)t->nccl, ncclScalarHostImmediate, s->comm[r]), r);
+    }
   }
 
   result_t res = {{-1, -1}, {-1, -1}};

@@ -40,7 +40,7 @@ void valuegen_init(valuegen_t* g, const dtype_t* t, int op, int nranks, uint64_t
     if (t->kind == KIND_FLOAT) g->exact = round_float(t, hi) == hi && round_float(t, lo) == lo;
     return;
   }
-  /* Keep |sum| within the exact range: n values of magnitude <= R, times the PreMulSum factor. */
+  /* Keep |sum| within the exact range: n values of magnitude <= R, times the largest PreMulSum factor. */
   double scale = op == OP_MULSUM ? MULSUM_SCALAR : 1;
   double r = floor(t->exact_limit / (nranks * scale));
   int range = r < 1 ? 1 : r > 16 ? 16 : (int)r;
@@ -77,7 +77,7 @@ static uint64_t reduce_int(const valuegen_t* g, size_t j) {
       case OP_PROD: acc = r ? acc * (uint64_t)v : (uint64_t)v; break;
       case OP_MAX: best = (r == 0 || v > best) ? v : best; break;
       case OP_MIN: best = (r == 0 || v < best) ? v : best; break;
-      case OP_MULSUM: acc += (uint64_t)v * MULSUM_SCALAR; break;
+      case OP_MULSUM: acc += (uint64_t)v * (uint64_t)mulsum_scalar(r); break;
       default: acc += (uint64_t)v; break; /* sum, avg */
     }
   }
@@ -100,7 +100,7 @@ static double reduce_float(const valuegen_t* g, size_t j) {
       case OP_PROD: acc = r ? acc * v : v; break;
       case OP_MAX: acc = (r == 0 || v > acc) ? v : acc; break;
       case OP_MIN: acc = (r == 0 || v < acc) ? v : acc; break;
-      case OP_MULSUM: acc += v * MULSUM_SCALAR; break;
+      case OP_MULSUM: acc += v * mulsum_scalar(r); break;
       default: acc += v; break;
     }
   }

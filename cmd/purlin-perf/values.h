@@ -17,8 +17,11 @@ enum perf_op { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_AVG, OP_MULSUM, OP_NONE, NUM_
 extern const char* const op_names[NUM_PERF_OPS];
 int op_by_name(const char* name); /* -1 if unknown */
 
-/* The PreMulSum factor every rank uses (exact in every type). */
+/* Rank r's PreMulSum factor: MULSUM_SCALAR on even ranks, 1 on odd ones.
+ * Ranks may pass different scalars (NCCL multiplies each rank's input by
+ * its own), and these are exact in every type. */
 #define MULSUM_SCALAR 2
+static inline int mulsum_scalar(int r) { return r % 2 ? 1 : MULSUM_SCALAR; }
 
 #define VALUE_TABLE_MAX 40
 

@@ -4,6 +4,10 @@ Inputs are small integers (times 0.5 for floats) so that the library's fp32
 accumulation is exact for every float type; a reference is then the float64
 result rounded once to the dtype (RNE, as the library does), and results
 must match it exactly.
+
+A premul_sum(s) in these tests is passed by each rank r as rank_op(op, r):
+every rank has its own scalar, as NCCL allows. Each rank's input times its
+scalar is rounded to the dtype (the value the rank sends), then summed.
 """
 
 from __future__ import annotations
@@ -57,12 +61,27 @@ def as_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).astype(np.int64).astype(np_dtype(dtype))
 
 
+RANK_FACTORS = (1, 2, 3, 5)
+
+
+def rank_op(op, rank: int):
+    """Rank rank's op: a premul_sum's scalar times a factor of the rank's own
+    (positive integers, so an unsigned or integer dtype still holds it)."""
+    if isinstance(op, purlin.PreMulSum):
+        return purlin.premul_sum(op.scalar * RANK_FACTORS[rank % len(RANK_FACTORS)])
+    return op
+
+
 def reduce(inputs: List[np.ndarray], op, dtype: str, world_size: int) -> np.ndarray:
-    """op over float64 inputs in rank order, then the library's final rounding to dtype."""
+    """op over float64 inputs in rank order, then the library's final rounding to dtype.
+    A premul_sum multiplies rank r's input by rank_op(op, r)'s scalar, rounded to dtype."""
     stack = np.stack(inputs)
     if isinstance(op, purlin.PreMulSum):
-        scalar = float(as_dtype(np.array([op.scalar]), dtype).astype(np.float64)[0])
-        return as_dtype((stack * scalar).sum(axis=0), dtype)
+        terms = []
+        for r, x in enumerate(inputs):
+            scalar = float(as_dtype(np.array([rank_op(op, r).scalar]), dtype).astype(np.float64)[0])
+            terms.append(as_dtype(x * scalar, dtype).astype(np.float64) if is_float(dtype) else x * scalar)
+        return as_dtype(np.stack(terms).sum(axis=0), dtype)
     if op == purlin.SUM:
         return as_dtype(stack.sum(axis=0), dtype)
     if op == purlin.PROD:

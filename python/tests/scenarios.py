@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import purlin
-from reference import ALL_DTYPES, as_dtype, assert_equal, ops_for, reduce, values
+from reference import ALL_DTYPES, as_dtype, assert_equal, ops_for, rank_op, reduce, values
 
 
 def _input(comm, rank, count, dtype, seed, op=purlin.SUM):
@@ -26,10 +26,11 @@ def all_reduce(comm, dtype, count, seed):
         send = _input(comm, comm.rank, count, dtype, seed, op)
         original = send.copy()
         recv = np.zeros_like(send)
-        assert comm.all_reduce(send, recv, op=op) is recv
+        mine = rank_op(op, comm.rank)
+        assert comm.all_reduce(send, recv, op=mine) is recv
         assert_equal(recv, expected, f"all_reduce {op} out of place")
         assert_equal(send, original, f"all_reduce {op} changed send")
-        assert comm.all_reduce(send, op=op) is send
+        assert comm.all_reduce(send, op=mine) is send
         assert_equal(send, expected, f"all_reduce {op} in place")
     return count
 
@@ -49,10 +50,10 @@ def reduce_to_roots(comm, dtype, count, seed):
             expected = reduce(_all_inputs(comm, count, dtype, seed + root, op), op, dtype, comm.world_size)
             send = _input(comm, comm.rank, count, dtype, seed + root, op)
             recv = np.zeros_like(send)
-            comm.reduce(send, recv, op=op, root=root)
+            comm.reduce(send, recv, op=rank_op(op, comm.rank), root=root)
             if comm.rank == root:
                 assert_equal(recv, expected, f"reduce {op} root {root}")
-            comm.reduce(send, op=op, root=root)
+            comm.reduce(send, op=rank_op(op, comm.rank), root=root)
             if comm.rank == root:
                 assert_equal(send, expected, f"reduce {op} root {root} in place")
 
@@ -63,7 +64,7 @@ def reduce_scatter(comm, dtype, count, seed):
         expected = reduce(_all_inputs(comm, count * n, dtype, seed, op), op, dtype, n)
         send = _input(comm, comm.rank, count * n, dtype, seed, op).reshape(n, count)
         recv = np.zeros(count, dtype=send.dtype)
-        comm.reduce_scatter(send, recv, op=op)
+        comm.reduce_scatter(send, recv, op=rank_op(op, comm.rank))
         assert_equal(recv, expected[comm.rank * count:(comm.rank + 1) * count], f"reduce_scatter {op}")
 
 
@@ -158,7 +159,7 @@ def reduce_scatter_v(comm, dtype, seed):
         expected = reduce(_all_inputs(comm, total, dtype, seed, op), op, dtype, comm.world_size)
         send = _input(comm, comm.rank, total, dtype, seed, op)
         recv = np.zeros(counts[comm.rank], dtype=send.dtype)
-        comm.reduce_scatter_v(send, recv, counts, displs, op=op)
+        comm.reduce_scatter_v(send, recv, counts, displs, op=rank_op(op, comm.rank))
         d = displs[comm.rank]
         assert_equal(recv, expected[d:d + counts[comm.rank]], f"reduce_scatter_v {op}")
 

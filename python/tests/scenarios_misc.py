@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import purlin
-from reference import assert_equal, reduce, values
+from reference import assert_equal, rank_op, reduce, values
 
 
 def grouped_collectives(comm, seed):
@@ -20,7 +20,7 @@ def grouped_collectives(comm, seed):
         with purlin.group():
             comm.all_gather(b, gathered)
             comm.all_reduce(values(me, 10, "float32", seed + 2).astype(np.float32), scaled,
-                            op=purlin.premul_sum(0.5))
+                            op=rank_op(purlin.premul_sum(0.5), me))
     inputs = [values(r, 10, "float32", seed) for r in range(n)]
     assert_equal(a, reduce(inputs, purlin.MAX, "float32", n), "grouped all_reduce MAX")
     for r in range(n):

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 import purlin
-from reference import as_dtype, assert_equal, reduce, values
+from reference import as_dtype, assert_equal, rank_op, reduce, values
 
 
 def _tensor(comm, rank, count, dtype, seed, op=purlin.SUM):
@@ -28,9 +28,9 @@ def all_reduce(comm, dtype, count, seed):
         expected = reduce(inputs, op, dtype, comm.world_size)
         send = _tensor(comm, comm.rank, count, dtype, seed, op)
         recv = torch.empty_like(send)
-        comm.all_reduce(send, recv, op=op)
+        comm.all_reduce(send, recv, op=rank_op(op, comm.rank))
         assert_equal(_host(recv), expected, f"torch all_reduce {op} {dtype}")
-        comm.all_reduce(send, op=op)
+        comm.all_reduce(send, op=rank_op(op, comm.rank))
         assert_equal(_host(send), expected, f"torch all_reduce {op} {dtype} in place")
 
 

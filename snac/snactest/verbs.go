@@ -111,7 +111,7 @@ func (s *Sim) move(rk *rank, w *worker, st *snac.Step) error {
 	if st.Verb == snac.Reduce {
 		p := rk.cur.Plan
 		out = make([]byte, st.Bytes)
-		numeric.Reduce(out, srcs, p.Type, p.Op, p.NRanks)
+		numeric.Reduce(out, srcs, p.Type, p.Op, p.NRanks, uint(st.Scale))
 	}
 	return s.write(rk, w, st, st.Dst, out)
 }

@@ -98,34 +98,54 @@ func pieces(calls []*spec.Call, q int) []piece {
 }
 
 // reduceRef computes one reduced piece exactly (integers) or in float64.
+// Every rank's call carries its own op: PreMulSum multiplies rank r's input
+// by rank r's scalar (ranks may pass different scalars).
 func reduceRef(calls []*spec.Call, inputs [][]byte, p piece, o *Output) {
 	c := calls[0]
-	t, op, n := c.Type, c.Op, c.NRanks
+	t, n := c.Type, c.NRanks
+	ops := make([]spec.Op, n)
+	for r := range n {
+		ops[r] = calls[r].Op
+	}
 	size := uint64(t.Size())
 	for i := range p.length / size {
 		src := int((p.srcOff / size) + i)
 		dst := int(p.dst/size + i)
 		if t.IsFloat() {
-			v, tol := reduceFloat(t, op, n, inputs, src)
+			v, tol := reduceFloat(t, ops, inputs, src)
 			numeric.SetFloat64(t, o.Data, dst, v)
 			o.Tol[dst] = tol
 			continue
 		}
-		numeric.SetUint64(t, o.Data, dst, reduceInt(t, op, n, inputs, src))
+		numeric.SetUint64(t, o.Data, dst, reduceInt(t, ops, inputs, src))
 	}
 }
 
-func reduceFloat(t spec.DataType, op spec.Op, n int, inputs [][]byte, i int) (v, tol float64) {
-	accEps := math.Ldexp(1, -24)
-	scalar := float64(float32(op.Scalar))
+// premulFloat is x times a PreMulSum scalar as a rank's pre-multiplied input
+// holds it: a value of t (as NCCL's), the product taken in the accumulation
+// type (fp32 for the narrow floats) and rounded to t.
+func premulFloat(t spec.DataType, x, scalar float64) float64 {
 	if t == spec.Float64 {
-		accEps, scalar = math.Ldexp(1, -53), op.Scalar
+		return x * scalar
+	}
+	v := float64(float32(x * float64(float32(scalar))))
+	var b [8]byte
+	numeric.SetFloat64(t, b[:], 0, v)
+	return numeric.GetFloat64(t, b[:], 0)
+}
+
+func reduceFloat(t spec.DataType, ops []spec.Op, inputs [][]byte, i int) (v, tol float64) {
+	n := len(ops)
+	op := ops[0]
+	accEps := math.Ldexp(1, -24)
+	if t == spec.Float64 {
+		accEps = math.Ldexp(1, -53)
 	}
 	var mag float64 // sum of magnitudes the accumulation rounds
 	for r := range n {
 		x := numeric.GetFloat64(t, inputs[r], i)
 		if op.Kind == spec.PreMulSum {
-			x *= scalar
+			x = premulFloat(t, x, ops[r].Scalar)
 		}
 		switch {
 		case r == 0:
@@ -175,7 +195,9 @@ func ulp(t spec.DataType, x float64) float64 {
 }
 
 // reduceInt reduces in the type's width, wrapping, as the Atoms do.
-func reduceInt(t spec.DataType, op spec.Op, n int, inputs [][]byte, i int) uint64 {
+func reduceInt(t spec.DataType, ops []spec.Op, inputs [][]byte, i int) uint64 {
+	n := len(ops)
+	op := ops[0]
 	bits := uint(8 * t.Size())
 	wrap := func(v uint64) int64 { // to the type's width, sign- or zero-extended
 		v <<= 64 - bits
@@ -190,12 +212,11 @@ func reduceInt(t spec.DataType, op spec.Op, n int, inputs [][]byte, i int) uint6
 		}
 		return uint64(a) < uint64(b)
 	}
-	scalar := wrap(uint64(int64(op.Scalar)))
 	var acc int64
 	for r := range n {
 		x := numeric.GetInt64(t, inputs[r], i)
 		if op.Kind == spec.PreMulSum {
-			x = wrap(uint64(x * scalar))
+			x = wrap(uint64(x * wrap(uint64(int64(ops[r].Scalar)))))
 		}
 		switch {
 		case r == 0:

@@ -67,3 +67,15 @@ func Inputs(rng *rand.Rand, calls []*spec.Call) [][]byte {
 	}
 	return in
 }
+
+// RankOp is rank r's op in a test that gives every rank one op: PreMulSum's
+// scalar becomes op.Scalar times a factor of r's own (1, -1.5, 0.5, 2,
+// repeating), so ranks pass different scalars, as NCCL allows, and a
+// datapath that applies one rank's scalar to another rank's data, or to a
+// partial sum, gives a wrong result. Integer types truncate it toward zero.
+func RankOp(op spec.Op, r int) spec.Op {
+	op.Scalar *= rankFactors[r%len(rankFactors)]
+	return op
+}
+
+var rankFactors = [...]float64{1, -1.5, 0.5, 2}

@@ -16,23 +16,35 @@ var everyType = []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint32, 
 
 // TestReferenceAgreesWithNumericReduce: the host reduction (rank order, fp32
 // accumulation) lands within the reference's tolerance for every type, op
-// and rank count, and bit-exact for integers, Max and Min.
+// and rank count, and bit-exact for integers, Max and Min. PreMulSum gets a
+// different scalar on every rank, and every rank reduces as a Plan does:
+// its own input multiplied in the reduce, the peers' arriving pre-multiplied.
 func TestReferenceAgreesWithNumericReduce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range everyType {
 		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
 			for n := 1; n <= 8; n++ {
-				op := spec.Op{Kind: kind, Scalar: 1.5}
 				calls := make([]*spec.Call, n)
 				for r := range n {
+					op := spec.Op{Kind: kind, Scalar: []float64{1.5, -2, 0.3, 3}[r%4]}
 					calls[r] = &spec.Call{Coll: spec.AllReduce, Type: typ, Op: op, Count: 777, Rank: r, NRanks: n}
 				}
 				in := spectest.Inputs(rng, calls)
 				want := spectest.Expected(calls, in)
-				got := make([]byte, len(in[0]))
-				numeric.Reduce(got, in, typ, op, n)
+				premul := make([][]byte, n) // what each rank sends its peers
 				for r := range n {
-					require.NoError(t, spectest.Compare(typ, got, want[r]), "%s %s n=%d", typ, op, n)
+					premul[r] = in[r]
+					if kind == spec.PreMulSum {
+						premul[r] = make([]byte, len(in[r]))
+						numeric.Reduce(premul[r], in[r:r+1], typ, calls[r].Op, 1, 1)
+					}
+				}
+				for r := range n {
+					srcs := append([][]byte(nil), premul...)
+					srcs[r] = in[r]
+					got := make([]byte, len(in[0]))
+					numeric.Reduce(got, srcs, typ, calls[r].Op, n, 1<<r)
+					require.NoError(t, spectest.Compare(typ, got, want[r]), "%s %s n=%d rank %d", typ, kind, n, r)
 				}
 			}
 		}

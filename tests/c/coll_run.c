@@ -23,6 +23,7 @@ typedef struct {
   size_t counts[MAX_RANKS], displs[MAX_RANKS], rcounts[MAX_RANKS], rdispls[MAX_RANKS];
   ncclRedOp_t op;
   int op_created;
+  unsigned char scalar[8]; /* PreMulSum: the scalar's memory (ncclScalarDevice reads it at run time) */
 } rank_bufs;
 
 static unsigned char* alloc_guarded(size_t bytes) {
@@ -130,6 +131,21 @@ static void check_rank(const coll_case* c, const shape* s, double** in, int r, r
     FAILF("%s: rank %d: an out-of-place call changed sendbuff", what, r);
 }
 
+/* create_premul makes rank r's PreMulSum op with its own scalar. Ranks
+ * alternate residences (which one starts depends on the seed): a
+ * host-immediate scalar is read now, so its memory then holds another
+ * value; a device-resident one (host memory on the host Atom) is read when
+ * the collective runs, so it holds another value until after creation. */
+static void create_premul(const coll_case* c, int r, rank_bufs* b, ncclComm_t comm, const char* what) {
+  ncclScalarResidence_t res = (r + c->seed) & 1 ? ncclScalarDevice : ncclScalarHostImmediate;
+  double mine = ref_premul_scalar(c->dtype, r), other = ref_premul_scalar(c->dtype, r + 1);
+  dt_store(c->dtype, b->scalar, 0, res == ncclScalarDevice ? other : mine);
+  ncclResult_t rc = ncclRedOpCreatePreMulSum(&b->op, b->scalar, (ncclDataType_t)c->dtype, res, comm);
+  dt_store(c->dtype, b->scalar, 0, res == ncclScalarDevice ? mine : other);
+  if (rc != ncclSuccess) FAILF("%s: ncclRedOpCreatePreMulSum rank %d: %d (%s)", what, r, rc, ncclGetLastError(comm));
+  else b->op_created = 1;
+}
+
 static void free_rank(rank_bufs* b) {
   if (b->io) free(b->io);
   else free(b->send), free(b->recv);
@@ -151,14 +167,7 @@ int coll_run(const coll_case* c, int nranks, ncclComm_t* comms, int lo, int hi) 
   rank_bufs bufs[MAX_RANKS];
   for (int r = lo; r < hi; r++) {
     setup_rank(c, &s, in[r], r, &bufs[r]);
-    if (c->op == OP_PREMULSUM && coll_reduces(c->coll)) {
-      unsigned char scalar[8];
-      dt_store(c->dtype, scalar, 0, ref_premul_scalar(c->dtype));
-      ncclResult_t rc = ncclRedOpCreatePreMulSum(&bufs[r].op, scalar, (ncclDataType_t)c->dtype,
-                                                 ncclScalarHostImmediate, comms[r]);
-      if (rc != ncclSuccess) FAILF("%s: ncclRedOpCreatePreMulSum rank %d: %d (%s)", what, r, rc, ncclGetLastError(comms[r]));
-      else bufs[r].op_created = 1;
-    }
+    if (c->op == OP_PREMULSUM && coll_reduces(c->coll)) create_premul(c, r, &bufs[r], comms[r], what);
   }
   int grouped = hi - lo > 1 || c->coll == COLL_SENDRECV;
   if (harness_failed() == before) {

@@ -25,20 +25,32 @@ double ref_random_input(rng_t* r, int dtype, int op) {
   return dt_round(dtype, v);
 }
 
-double ref_premul_scalar(int dtype) { return dt_is_float(dtype) ? dt_round(dtype, 0.75) : 3; }
+double ref_premul_scalar(int dtype, int rank) {
+  static const double floats[] = {0.75, -1.5, 2, 0.5, -0.25, 1.25, 3, -0.75};
+  static const double ints[] = {3, -2, 5, -1, 2, 7, -3, 4};
+  int k = rank % 8;
+  return dt_is_float(dtype) ? dt_round(dtype, floats[k]) : ints[k];
+}
+
+/* Rank p's input as it enters the sum: PreMulSum's product, rounded to a
+ * float type (integers wrap once, at the end: wrapping commutes with the
+ * sum). */
+static double ref_term(int dtype, int op, double x, int p) {
+  if (op != OP_PREMULSUM) return x;
+  double v = x * ref_premul_scalar(dtype, p);
+  return dt_is_float(dtype) ? dt_round(dtype, v) : v;
+}
 
 /* Accumulation in a wide float, rounded once (fp16, bf16, fp8), or in the type itself. */
 static int rounds_once(int dtype) { return dtype == 6 || dtype >= 9; }
 
 double ref_reduce(int dtype, int op, const double* xs, int n, double* tolerance) {
-  double acc = xs[0], sumabs = 0;
-  double scalar = ref_premul_scalar(dtype);
-  if (op == OP_PREMULSUM) acc = xs[0] * scalar;
-  for (int i = 0; i < n; i++) sumabs += fabs(op == OP_PREMULSUM ? xs[i] * scalar : xs[i]);
+  double acc = ref_term(dtype, op, xs[0], 0), sumabs = 0;
+  for (int i = 0; i < n; i++) sumabs += fabs(ref_term(dtype, op, xs[i], i));
   for (int i = 1; i < n; i++) {
     switch (op) {
       case OP_SUM: case OP_AVG: acc += xs[i]; break;
-      case OP_PREMULSUM: acc += xs[i] * scalar; break;
+      case OP_PREMULSUM: acc += ref_term(dtype, op, xs[i], i); break;
       case OP_PROD: acc *= xs[i]; break;
       case OP_MAX: acc = xs[i] > acc ? xs[i] : acc; break;
       case OP_MIN: acc = xs[i] < acc ? xs[i] : acc; break;

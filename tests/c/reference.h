@@ -14,12 +14,16 @@ const char* op_name(int op);
 
 /* A random value of dtype suitable as an input of op, exactly representable. */
 double ref_random_input(rng_t* r, int dtype, int op);
-/* The PreMulSum scalar used by the tests, as dtype holds it. */
-double ref_premul_scalar(int dtype);
+/* Rank `rank`'s PreMulSum scalar in the tests: every rank has its own (NCCL
+ * lets ranks pass different scalars). Floats as dtype holds them; integers
+ * as small signed values, which unsigned types hold wrapped (the products
+ * agree modulo the type's width). */
+double ref_premul_scalar(int dtype, int rank);
 
-/* The reduction of xs[0..n-1] (rank order) under op, and the largest
- * distance from it a correct implementation may produce (0 for integers,
- * Max and Min: those must be exact). */
+/* The reduction of xs[0..n-1] (xs[p] is rank p's input) under op, and the
+ * largest distance from it a correct implementation may produce (0 for
+ * integers, Max and Min: those must be exact). PreMulSum multiplies xs[p]
+ * by rank p's scalar, the product rounded to dtype as rank p sends it. */
 double ref_reduce(int dtype, int op, const double* xs, int n, double* tolerance);
 
 #endif /* PURLIN_TESTS_REFERENCE_H_ */

@@ -66,7 +66,13 @@ static void test_reductions(void) {
   EXPECT(ref_reduce(0, OP_SUM, big, 2, &tol) == -56, "int8 sum wraps 200 to -56");
   EXPECT(ref_reduce(7, OP_MAX, xs, 4, &tol) == 3 && tol == 0, "fp32 max");
   EXPECT(ref_reduce(7, OP_MIN, xs, 4, &tol) == -4, "fp32 min");
-  EXPECT(ref_reduce(7, OP_PREMULSUM, xs, 4, &tol) == 2 * 0.75, "fp32 premulsum");
+  EXPECT(ref_reduce(7, OP_PREMULSUM, xs, 4, &tol) == 3 * 0.75 - 4 * -1.5 + 2 * 2 + 1 * 0.5,
+         "fp32 premulsum: each rank's own scalar");
+  EXPECT(ref_reduce(2, OP_PREMULSUM, xs, 4, &tol) == 3 * 3 - 4 * -2 + 2 * 5 + 1 * -1, "int32 premulsum");
+  double small[] = {1.125, 0};
+  /* fp8 e4m3: 1.125 * 0.75 = 0.84375 is not an e4m3 value; rank 0 sends it
+   * rounded (to even): 0.875. */
+  EXPECT(ref_reduce(10, OP_PREMULSUM, small, 2, &tol) == 0.875, "fp8 premulsum rounds each product");
   EXPECT(ref_reduce(10, OP_SUM, xs, 4, &tol) == 2 && tol > 0 && tol < 0.5, "fp8 sum and its tolerance %g", tol);
 }
 

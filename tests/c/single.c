@@ -3,6 +3,7 @@
  * (ncclGroupStart; ncclCommInitRank x N; ncclGroupEnd, as nccl-tests does),
  * runs every collective over every dtype and op, in place and out of place,
  * on random data, and checks each output against a double reference.
+ * PreMulSum gets a different scalar on every rank.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +50,26 @@ static void sweep_collectives(clique* q) {
     }
 }
 
+/* PreMulSum with a different scalar on every rank (each rank's own input
+ * times its own scalar; residences alternate between ranks, see
+ * coll_run.c): every dtype and reducing collective, packet and staged sizes,
+ * in place and out of place. */
+static void sweep_premulsum(clique* q) {
+  static const int colls[] = {COLL_ALLREDUCE, COLL_REDUCE, COLL_REDUCESCATTER, COLL_REDUCESCATTERV};
+  static const size_t counts[] = {1, 7, 1031, 20011};
+  for (int dt = 0; dt < DT_COUNT; dt++)
+    for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++)
+      for (int i = 0; i < 4; i++) {
+        coll_case c = {colls[k], dt, OP_PREMULSUM, (dt + i) % q->n, (int)(k + i) & 1, counts[i], g_seed++};
+        coll_run(&c, q->n, q->comms, 0, q->n);
+      }
+}
+
 static void run_clique(int n) {
   clique q;
   if (clique_init(&q, n) != 0) return;
   sweep_collectives(&q);
+  if (n == 2 || n == 3) sweep_premulsum(&q);
   if (n == 4 || n == 8) sweep_allreduce(&q, 517);
   clique_destroy(&q);
 }
@@ -69,6 +86,8 @@ static void test_large(void) {
   coll_case cases[] = {
       {COLL_ALLREDUCE, 7, OP_SUM, 0, 0, 3000017, 0},
       {COLL_ALLREDUCE, 9, OP_MAX, 0, 1, 5000011, 0},
+      {COLL_ALLREDUCE, 6, OP_PREMULSUM, 0, 1, 4000037, 0},
+      {COLL_REDUCESCATTER, 8, OP_PREMULSUM, 0, 0, 1200007, 0},
       {COLL_REDUCESCATTER, 6, OP_SUM, 0, 1, 1200007, 0},
       {COLL_ALLGATHER, 2, OP_SUM, 0, 0, 900001, 0},
       {COLL_BROADCAST, 8, OP_SUM, 2, 0, 1500001, 0},

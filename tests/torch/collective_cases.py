@@ -78,13 +78,16 @@ def test_all_reduce_premul_sum(ctx: Ctx) -> None:
     # Not bfloat16: torch passes a float scalar under ncclBfloat16, host-immediate,
     # and NCCL copies only 2 bytes of it, so real NCCL 2.28.9 returns -0.0 there
     # too (seen on 2x H200, 2026-11-29, TORCH_BASELINE=1); Purlin matches NCCL.
+    # Each rank passes its own scalar (factor on even ranks, twice it on odd
+    # ones): NCCL multiplies each rank's input by that rank's scalar.
     for dtype in (torch.float32, torch.float16):
         for factor in (2.5, 0.5):
+            scales = [factor * (1 + r % 2) for r in range(ctx.world)]
             t = ctx.input(1031, dtype)
-            ctx.call("premul_sum", dist.all_reduce, t, op=make(factor))
+            ctx.call("premul_sum", dist.all_reduce, t, op=make(scales[ctx.rank]))
             ctx.sync()
-            check(f"all_reduce {dtype} premul_sum({factor}) rank {ctx.rank}", t,
-                  expected(ctx.seed, ctx.world, 1031, dtype, "sum", scale=factor))
+            check(f"all_reduce {dtype} premul_sum({scales}) rank {ctx.rank}", t,
+                  expected(ctx.seed, ctx.world, 1031, dtype, "sum", scale=scales))
 
 
 def gathered(ctx: Ctx, count: int, dtype, seed_offset: int = 0) -> torch.Tensor:

@@ -53,9 +53,11 @@ def reduce_exact(values, op: str) -> torch.Tensor:
     raise ValueError(op)
 
 
-def expected(seed: int, world: int, count: int, dtype: torch.dtype, op: str, scale: float = 1.0) -> torch.Tensor:
-    """The reduction over every rank of its input (times scale: PreMulSum), on the CPU."""
-    inputs = [grid(seed, r, count, dtype) * scale for r in range(world)]
+def expected(seed: int, world: int, count: int, dtype: torch.dtype, op: str, scale=1.0) -> torch.Tensor:
+    """The reduction over every rank of its input (times scale: PreMulSum; a
+    sequence gives each rank its own scalar), on the CPU."""
+    scales = list(scale) if isinstance(scale, (list, tuple)) else [scale] * world
+    inputs = [grid(seed, r, count, dtype) * scales[r] for r in range(world)]
     if dtype in INTEGER:
         total = to_dtype(reduce_exact(inputs, "sum" if op == "avg" else op), dtype)
         if op == "avg":
