@@ -3,8 +3,8 @@
  * @brief Block-wide data movement for Copy and Reduce steps over plain memory
  * (caller buffers, staging; local or an NVLink peer's), and over packets.
  *
- * Plain memory moves in 16-byte vectors, four in flight per thread, when
- * every address is 16-byte aligned, with a scalar tail; otherwise in the
+ * Plain memory moves (and reduces) in 16-byte vectors, four in flight per
+ * thread per source, when every address is 16-byte aligned, with a scalar tail; otherwise in the
  * widest unit all addresses share. Packets move 8 payload bytes per thread
  * per packet (packets.cuh).
  */
@@ -52,6 +52,43 @@ __device__ __forceinline__ void copyPlain(uint64_t dst, uint64_t src, uint64_t b
     ((uint8_t*)dst)[i] = ((const uint8_t*)src)[i];
 }
 
+/** reduceVectors reduces U 16-byte vectors, kThreads apart, from n sources
+ * into out[0], out[kThreads], ...: each source's U loads are issued before
+ * any is combined, so U loads per thread are in flight instead of one. The
+ * loop over sources stays rolled, as in reduceWords. */
+template <typename R, int U>
+__device__ __forceinline__ void reduceVectors(const R& r, int n, uint4* out, const uint64_t* src,
+                                              uint64_t i) {
+  using T = typename R::T;
+  using A = typename R::A;
+  constexpr int K = 16 / sizeof(T);
+  union V { uint4 w; T t[K]; };
+  A acc[U][K];
+  V in[U];
+#pragma unroll
+  for (int u = 0; u < U; u++) in[u].w = ((const uint4*)src[0])[i + u * kThreads];
+#pragma unroll
+  for (int u = 0; u < U; u++)
+#pragma unroll
+    for (int k = 0; k < K; k++) acc[u][k] = r.first(in[u].t[k]);
+#pragma unroll 1
+  for (int j = 1; j < n; j++) {
+#pragma unroll
+    for (int u = 0; u < U; u++) in[u].w = ((const uint4*)src[j])[i + u * kThreads];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+      for (int k = 0; k < K; k++) acc[u][k] = r.combine(acc[u][k], in[u].t[k]);
+  }
+#pragma unroll
+  for (int u = 0; u < U; u++) {
+    V o;
+#pragma unroll
+    for (int k = 0; k < K; k++) o.t[k] = r.finish(acc[u][k]);
+    out[u * kThreads] = o.w;
+  }
+}
+
 /** reducePlain: Reduce n plain sources into dst, element by element. */
 template <typename R>
 __device__ __forceinline__ void reducePlain(const R& r, uint64_t dst, const uint64_t* src, int n,
@@ -62,7 +99,10 @@ __device__ __forceinline__ void reducePlain(const R& r, uint64_t dst, const uint
   uint64_t head = 0;
   if ((align & 15) == 0) {
     uint64_t nv = bytes / 16;
-    for (uint64_t i = threadIdx.x; i < nv; i += kThreads)
+    uint64_t i = threadIdx.x;
+    for (; i + (kUnroll - 1) * kThreads < nv; i += kUnroll * kThreads)
+      reduceVectors<R, kUnroll>(r, n, (uint4*)dst + i, src, i);
+    for (; i < nv; i += kThreads)
       ((uint4*)dst)[i] = reduceWords<R, uint4>(r, n, [&](int j) { return ((const uint4*)src[j])[i]; });
     head = nv * 16;
   }
