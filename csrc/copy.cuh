@@ -70,7 +70,7 @@ __device__ __forceinline__ void reduceVectors(const R& r, int n, uint4* out, con
 #pragma unroll
   for (int u = 0; u < U; u++)
 #pragma unroll
-    for (int k = 0; k < K; k++) acc[u][k] = r.first(in[u].t[k]);
+    for (int k = 0; k < K; k++) acc[u][k] = r.first(in[u].t[k], 0);
 #pragma unroll 1
   for (int j = 1; j < n; j++) {
 #pragma unroll
@@ -78,7 +78,7 @@ __device__ __forceinline__ void reduceVectors(const R& r, int n, uint4* out, con
 #pragma unroll
     for (int u = 0; u < U; u++)
 #pragma unroll
-      for (int k = 0; k < K; k++) acc[u][k] = r.combine(acc[u][k], in[u].t[k]);
+      for (int k = 0; k < K; k++) acc[u][k] = r.combine(acc[u][k], in[u].t[k], j);
   }
 #pragma unroll
   for (int u = 0; u < U; u++) {
