@@ -99,9 +99,10 @@ __device__ __forceinline__ void reducePlain(const R& r, uint64_t dst, const uint
   uint64_t head = 0;
   if ((align & 15) == 0) {
     uint64_t nv = bytes / 16;
+    // 1-byte types keep 16 accumulators per vector: two vectors fit in registers.
+    constexpr int U = sizeof(T) == 1 ? 2 : kUnroll;
     uint64_t i = threadIdx.x;
-    for (; i + (kUnroll - 1) * kThreads < nv; i += kUnroll * kThreads)
-      reduceVectors<R, kUnroll>(r, n, (uint4*)dst + i, src, i);
+    for (; i + (U - 1) * kThreads < nv; i += U * kThreads) reduceVectors<R, U>(r, n, (uint4*)dst + i, src, i);
     for (; i < nv; i += kThreads)
       ((uint4*)dst)[i] = reduceWords<R, uint4>(r, n, [&](int j) { return ((const uint4*)src[j])[i]; });
     head = nv * 16;
