@@ -134,8 +134,11 @@ func TestDeadPeerAbortsWaits(t *testing.T) {
 
 // A rank whose process is gone is an error only for work that still needs
 // it: a Broadcast whose root sent everything before it went succeeds on
-// another rank that issues it only after the news; an AllReduce, which
+// another rank whose copy finishes only after the news, and so does a
+// Send/Recv between two live ranks issued after it; an AllReduce, which
 // needs the gone rank, fails promptly with a remote error naming it.
+// (Every rank takes part in a rooted collective's agreement on the call, so
+// rank 0 issues its Broadcast before rank 1 goes.)
 func TestGonePeerFailsOnlyWorkThatNeedsIt(t *testing.T) {
 	const n = 3
 	cfg := testConfig()
@@ -144,19 +147,27 @@ func TestGonePeerFailsOnlyWorkThatNeedsIt(t *testing.T) {
 		t.Run(fmt.Sprint(size, "B"), func(t *testing.T) {
 			comms := startComms(t, n, cfg)
 			bufs := rankBuffers(t, n, size)
-			bcast := func(r int) *spec.Call {
-				return &spec.Call{Coll: spec.Broadcast, Send: bufs[r], Recv: bufs[r], Count: uint64(size), Type: spec.Uint8, Root: 1}
+			for r := range n {
+				bcast := spec.Call{Coll: spec.Broadcast, Send: bufs[r], Recv: bufs[r], Count: uint64(size), Type: spec.Uint8, Root: 1}
+				require.NoError(t, comms[r].Collective(&bcast, 0))
 			}
 			for _, r := range []int{1, 2} {
-				require.NoError(t, comms[r].Collective(bcast(r), 0))
 				require.NoError(t, comms[r].Synchronize())
 			}
 			comms[1].boot.conn.Close() // as if rank 1's process died after its Broadcast
 			require.Eventually(t, func() bool { return comms[0].boot.failure() != nil }, 10*time.Second, time.Millisecond)
-			require.NoError(t, comms[0].Collective(bcast(0), 0))
 			require.NoError(t, comms[0].Synchronize())
 			require.NoError(t, comms[0].AsyncError())
 			assert.Equal(t, rankPattern(size, 1), bytesAtAddr(bufs[0], size))
+
+			p2p := rankBuffers(t, n, size)
+			recv := spec.Call{Coll: spec.SendRecv, Recv: p2p[0], Count: uint64(size), Type: spec.Uint8, Peer: 2}
+			send := spec.Call{Coll: spec.SendRecv, Send: p2p[2], Count: uint64(size), Type: spec.Uint8, Peer: 0, IsSend: true}
+			require.NoError(t, comms[0].Collective(&recv, 0))
+			require.NoError(t, comms[2].Collective(&send, 0))
+			require.NoError(t, comms[2].Synchronize())
+			require.NoError(t, comms[0].Synchronize(), "a Send/Recv between live ranks")
+			assert.Equal(t, rankPattern(size, 2), bytesAtAddr(p2p[0], size))
 
 			start := time.Now()
 			sum := spec.Call{Coll: spec.AllReduce, Send: bufs[0], Recv: bufs[0], Count: uint64(size / 4), Type: spec.Float32}

@@ -65,11 +65,23 @@ func mpAllReduceIssue(c *Comm) (func() error, error) {
 
 // mpBroadcast broadcasts root's pattern of mpCount bytes on c and checks it arrived.
 func mpBroadcast(c *Comm, root int) error {
-	p, err := MemAlloc(mpCount)
+	check, err := mpBroadcastIssue(c, root)
 	if err != nil {
 		return err
 	}
-	defer MemFree(p)
+	if err := c.Synchronize(); err != nil {
+		return err
+	}
+	return check()
+}
+
+// mpBroadcastIssue issues mpBroadcast's call and returns the check of its
+// result, to run once the call finished (it frees the buffer).
+func mpBroadcastIssue(c *Comm, root int) (func() error, error) {
+	p, err := MemAlloc(mpCount)
+	if err != nil {
+		return nil, err
+	}
 	b := unsafe.Slice((*byte)(p), mpCount)
 	clear(b)
 	if c.Rank() == root {
@@ -77,15 +89,16 @@ func mpBroadcast(c *Comm, root int) error {
 	}
 	call := spec.Call{Coll: spec.Broadcast, Send: uintptr(p), Recv: uintptr(p), Count: mpCount, Type: spec.Uint8, Root: root}
 	if err := c.Collective(&call, 0); err != nil {
-		return err
+		MemFree(p)
+		return nil, err
 	}
-	if err := c.Synchronize(); err != nil {
-		return err
-	}
-	if !bytes.Equal(b, rankPattern(mpCount, root)) {
-		return fmt.Errorf("rank %d: rank %d's broadcast did not arrive", c.Rank(), root)
-	}
-	return nil
+	return func() error {
+		defer MemFree(p)
+		if !bytes.Equal(b, rankPattern(mpCount, root)) {
+			return fmt.Errorf("rank %d: rank %d's broadcast did not arrive", c.Rank(), root)
+		}
+		return nil
+	}, nil
 }
 
 func TestMultiProcessWorker(t *testing.T) {
@@ -166,9 +179,8 @@ func TestMultiProcessExitWorker(t *testing.T) {
 
 // Ranks that end right after their last collective without destroying their
 // communicator fail no work of a slower rank whose data they all had sent:
-// its last AllReduce, still running when they exit, and a Broadcast from one
-// of them that it issues only after they are gone both succeed, and its
-// communicator stays healthy.
+// its last AllReduce and a Broadcast from one of them, both still to be
+// finished when they exit, succeed, and its communicator stays healthy.
 func TestMultiProcessExitWithoutDestroy(t *testing.T) {
 	if isWorker() {
 		t.Skip("worker")
@@ -184,6 +196,8 @@ func TestMultiProcessExitWithoutDestroy(t *testing.T) {
 	}
 	check, err := mpAllReduceIssue(c)
 	require.NoError(t, err)
+	checkBroadcast, err := mpBroadcastIssue(c, 1)
+	require.NoError(t, err)
 	for _, cmd := range cmds {
 		require.NoError(t, cmd.Wait())
 	}
@@ -194,7 +208,7 @@ func TestMultiProcessExitWithoutDestroy(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Synchronize())
 	require.NoError(t, check())
-	require.NoError(t, mpBroadcast(c, 1))
+	require.NoError(t, checkBroadcast())
 	require.NoError(t, c.AsyncError())
 	require.NoError(t, c.Destroy())
 }
