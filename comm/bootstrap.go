@@ -2,6 +2,7 @@ package comm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"slices"
@@ -21,6 +22,13 @@ import (
 // or the rendezvous says another rank dropped, onDrop runs, once per rank
 // gone (-1: any rank may be), with why (comm tells the rank's datapath then,
 // so waits on that rank end before the timeout).
+//
+// Every rank makes the same sequence of exchanges, each matched to its own
+// round. An exchange this rank gives up on (a timeout, an abort) leaves it
+// out of step with the others, which may still complete that round and go
+// on to the next; so every later exchange of this rank fails at once, naming
+// the first failure (NCCL: the communicator must be aborted). The round's
+// late reply is dropped.
 type bootstrap struct {
 	rank, nranks int
 	magic        uint64     // the rendezvous's; finds it in localServers when this process hosts it
@@ -29,11 +37,15 @@ type bootstrap struct {
 	conn         net.Conn
 	mail         *mailbox
 
-	wmu     sync.Mutex    // serialises writes to conn
-	gmu     sync.Mutex    // one AllGather or AllGatherFD at a time
-	gathers chan []byte   // gather replies, read by AllGather
-	done    chan struct{} // closed when the reader goroutine exits
-	fdRound uint64        // guarded by gmu
+	wmu       sync.Mutex    // serialises writes to conn
+	gmu       sync.Mutex    // one AllGather or AllGatherFD at a time
+	done      chan struct{} // closed when the reader goroutine exits
+	round     uint64        // this rank's next gather round; guarded by gmu
+	fdRound   uint64        // guarded by gmu
+	outOfStep error         // the exchange this rank gave up on; guarded by gmu
+
+	rmu     sync.Mutex // guards waiting
+	waiting gatherWait // the AllGather waiting for its reply
 
 	leaving  atomic.Bool // close was called: a closed connection is expected
 	hostLeft atomic.Bool // the server's process may exit: a closed connection is expected
@@ -42,6 +54,13 @@ type bootstrap struct {
 	dmu    sync.Mutex
 	drops  []dropped                 // ranks seen gone, in order; guarded by dmu
 	onDrop func(peer int, err error) // guarded by dmu
+}
+
+// gatherWait is an AllGather waiting for the reply of its round; reply is
+// nil when none waits.
+type gatherWait struct {
+	round uint64
+	reply chan []byte // buffered 1: the reader never blocks on it
 }
 
 // dropped is a rank that left without a bye (-1: not known which) and why.
@@ -74,7 +93,7 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	host, _ := os.Hostname()
 	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host, Magic: magic}
 	b := &bootstrap{rank: rank, nranks: nranks, magic: magic, timeout: timeout, conn: conn, mail: mail,
-		gathers: make(chan []byte, 1), done: make(chan struct{})}
+		done: make(chan struct{})}
 	helloDone := make(chan struct{})
 	go func() {
 		select {
@@ -131,7 +150,8 @@ func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
 	return nil
 }
 
-// read delivers gather replies and turns a lost connection into onDrop.
+// read delivers gather replies and turns a lost connection into onDrop. It
+// never waits for anyone, so a departure is told whatever the exchanges do.
 func (b *bootstrap) read() {
 	defer close(b.done)
 	for {
@@ -146,7 +166,12 @@ func (b *bootstrap) read() {
 		}
 		switch kind {
 		case frameGather:
-			b.gathers <- payload
+			round, values, err := gatherRound(payload)
+			if err != nil {
+				b.fail(-1, err) // no exchange can be matched any more
+				return
+			}
+			b.deliver(round, values)
 		case frameHostLeft:
 			b.hostLeft.Store(true)
 		case frameDropped: // the connection stays: a later departure is told too
@@ -157,6 +182,24 @@ func (b *bootstrap) read() {
 			b.fail(who, droppedError(who, why, b.rank))
 		}
 	}
+}
+
+// deliver hands the reply of round to the AllGather waiting for it, if any:
+// the reply of a round its AllGather gave up on is dropped.
+func (b *bootstrap) deliver(round uint64, values []byte) {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	if w := b.waiting; w.reply != nil && w.round == round {
+		w.reply <- values
+		b.waiting = gatherWait{}
+	}
+}
+
+// wait makes w the AllGather waiting for a reply (a zero w: none).
+func (b *bootstrap) wait(w gatherWait) {
+	b.rmu.Lock()
+	b.waiting = w
+	b.rmu.Unlock()
 }
 
 // fail records that peer is gone (-1: any rank may be) because of err and
@@ -194,19 +237,45 @@ func (b *bootstrap) failure() error {
 	return nil
 }
 
+// ready returns why no exchange can start: a rank is gone, or this rank
+// gave up on an earlier exchange. b.gmu must be held.
+func (b *bootstrap) ready(what string) error {
+	if err := b.failure(); err != nil {
+		return err
+	}
+	if b.outOfStep != nil {
+		return fmt.Errorf("bootstrap %s rank %d: an earlier exchange of this rank failed, so it is out of step with the other ranks (abort the communicator): %w",
+			what, b.rank, b.outOfStep)
+	}
+	return nil
+}
+
+// giveUp records that this rank gave up on an exchange with err, if not nil.
+// b.gmu must be held.
+func (b *bootstrap) giveUp(err error) {
+	if err != nil && b.outOfStep == nil {
+		b.outOfStep = err
+	}
+}
+
 func (b *bootstrap) Rank() int   { return b.rank }
 func (b *bootstrap) NRanks() int { return b.nranks }
 
 // AllGather sends mine to every rank through the rendezvous and returns all
 // ranks' values in rank order.
-func (b *bootstrap) AllGather(mine []byte) ([][]byte, error) {
+func (b *bootstrap) AllGather(mine []byte) (_ [][]byte, err error) {
 	b.gmu.Lock()
 	defer b.gmu.Unlock()
-	if err := b.failure(); err != nil {
+	if err := b.ready("AllGather"); err != nil {
 		return nil, err
 	}
+	defer func() { b.giveUp(err) }()
+	w := gatherWait{b.round, make(chan []byte, 1)}
+	b.round++
+	b.wait(w)
+	defer b.wait(gatherWait{})
 	b.wmu.Lock()
-	err := writeFrame(b.conn, frameGather, mine)
+	err = writeFrame(b.conn, frameGather, mine)
 	b.wmu.Unlock()
 	if err != nil {
 		return nil, errs.New(errs.ErrRemote, "bootstrap AllGather rank %d: send: %v", b.rank, err)
@@ -217,7 +286,7 @@ func (b *bootstrap) AllGather(mine []byte) ([][]byte, error) {
 	defer tick.Stop()
 	for {
 		select {
-		case reply := <-b.gathers:
+		case reply := <-w.reply:
 			return decodeValues(reply, b.nranks)
 		case <-b.done:
 			if err := b.failure(); err != nil {
@@ -239,12 +308,13 @@ func (b *bootstrap) AllGather(mine []byte) ([][]byte, error) {
 
 // AllGatherFD sends fd to every rank's mailbox and returns every rank's fd
 // in rank order, each a new descriptor the caller owns (its own is a dup).
-func (b *bootstrap) AllGatherFD(fd int) ([]int, error) {
+func (b *bootstrap) AllGatherFD(fd int) (_ []int, err error) {
 	b.gmu.Lock()
 	defer b.gmu.Unlock()
-	if err := b.failure(); err != nil {
+	if err := b.ready("AllGatherFD"); err != nil {
 		return nil, err
 	}
+	defer func() { b.giveUp(err) }()
 	round := b.fdRound
 	b.fdRound++
 	deadline := deadlineFrom(b.timeout)
@@ -259,7 +329,6 @@ func (b *bootstrap) AllGatherFD(fd int) ([]int, error) {
 	for i := range fds {
 		fds[i] = -1
 	}
-	var err error
 	for p := range b.nranks {
 		if p == b.rank {
 			fds[p], err = unix.Dup(fd)

@@ -46,8 +46,14 @@ func connectAll(t *testing.T, n int, timeout time.Duration) []*bootstrap {
 		require.NoError(t, err, "rank %d", r)
 	}
 	t.Cleanup(func() {
-		for _, b := range boots {
-			b.close(true)
+		for r, b := range boots {
+			closed := make(chan struct{})
+			go func() { b.close(true); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Errorf("rank %d: closing its bootstrap hung (its reader goroutine is stuck)", r)
+			}
 		}
 	})
 	return boots
@@ -226,6 +232,93 @@ func TestBootstrapDropIsSeen(t *testing.T) {
 			d := next(2)
 			assert.Equal(t, 1, d.peer)
 			assert.Contains(t, d.err.Error(), "rank 1's process exited or died")
+		})
+	}
+}
+
+// A rank that gives up on a bootstrap exchange (its peer came after the
+// timeout) is out of step with the others: the late reply of that round is
+// never taken for a later exchange's data, every later exchange fails at
+// once naming the cause, and the connection keeps telling departures (a
+// reply nobody waits for does not block it).
+func TestBootstrapExchangeGivenUp(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	outOfStep := func(t *testing.T, err error) {
+		t.Helper()
+		require.Error(t, err)
+		assert.ErrorIs(t, err, errs.ErrTimeout, "the later exchange names the first failure")
+		assert.Contains(t, err.Error(), "out of step")
+	}
+	for _, tc := range []struct {
+		name string
+		// giveUp makes rank 1 give up on an exchange rank 0 has not joined.
+		giveUp func(t *testing.T, b *bootstrap)
+		// late is rank 0 joining that exchange afterwards.
+		late func(t *testing.T, b *bootstrap)
+	}{
+		{"AllGather",
+			func(t *testing.T, b *bootstrap) {
+				_, err := b.AllGather([]byte("rank 1, round 0"))
+				require.ErrorIs(t, err, errs.ErrTimeout)
+			},
+			func(t *testing.T, b *bootstrap) {
+				got, err := b.AllGather([]byte("rank 0, round 0"))
+				require.NoError(t, err, "rank 1's value was sent before it gave up")
+				assert.Equal(t, [][]byte{[]byte("rank 0, round 0"), []byte("rank 1, round 0")}, got)
+			}},
+		{"AllGatherFD",
+			func(t *testing.T, b *bootstrap) {
+				fd, err := unix.MemfdCreate("given-up", 0)
+				require.NoError(t, err)
+				defer unix.Close(fd)
+				_, err = b.AllGatherFD(fd)
+				require.ErrorIs(t, err, errs.ErrTimeout)
+			},
+			func(t *testing.T, b *bootstrap) {
+				fd, err := unix.MemfdCreate("late", 0)
+				require.NoError(t, err)
+				defer unix.Close(fd)
+				fds, err := b.AllGatherFD(fd)
+				require.NoError(t, err, "rank 1's descriptor was sent before it gave up")
+				for _, f := range fds {
+					unix.Close(f)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Run("later exchanges fail", func(t *testing.T) {
+				boots := connectAll(t, 2, 10*time.Second)
+				for _, b := range boots {
+					b.timeout = timeout
+				}
+				tc.giveUp(t, boots[1])
+				tc.late(t, boots[0]) // its reply to rank 1 comes when nobody waits
+				got, err := boots[1].AllGather([]byte("rank 1, round 1"))
+				assert.Nil(t, got, "rank 1 must not take the late reply for this exchange's")
+				outOfStep(t, err)
+				_, err = boots[1].AllGatherFD(0)
+				outOfStep(t, err)
+			})
+			t.Run("departures still told", func(t *testing.T) {
+				boots := connectAll(t, 2, 10*time.Second)
+				for _, b := range boots {
+					b.timeout = timeout
+				}
+				tc.giveUp(t, boots[1])
+				_, err := boots[1].AllGather([]byte("rank 1, round 1"))
+				outOfStep(t, err)
+				tc.late(t, boots[0])
+				boots[0].AllGather([]byte("rank 0, round 1")) // rank 1 never joins it (it would, out of step)
+				gone := make(chan int, 1)
+				boots[1].setOnDrop(func(peer int, err error) { gone <- peer })
+				boots[0].conn.Close() // as if rank 0's process died
+				select {
+				case peer := <-gone:
+					assert.Equal(t, 0, peer)
+				case <-time.After(5 * time.Second):
+					t.Fatal("rank 1 did not notice that rank 0 is gone")
+				}
+			})
 		})
 	}
 }

@@ -33,6 +33,7 @@ type server struct {
 	started bool        // the table was sent
 	failed  bool        // init failed or a rank dropped: no more gather rounds
 	queues  [][][]byte  // pending gather values per rank
+	rounds  uint64      // gather rounds answered: the next round's number
 	timer   *time.Timer // init deadline
 }
 
@@ -219,7 +220,8 @@ func (s *server) relay(sc *serverConn) {
 	}
 }
 
-// gather queues a rank's value and answers every rank once a round is full.
+// gather queues a rank's value and answers every rank once a round is full:
+// round i pairs every rank's i-th value, and its reply says i.
 func (s *server) gather(rank int, v []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,7 +239,8 @@ func (s *server) gather(rank int, v []byte) {
 		round[r] = s.queues[r][0]
 		s.queues[r] = s.queues[r][1:]
 	}
-	reply := encodeValues(round)
+	reply := encodeGatherReply(s.rounds, round)
+	s.rounds++
 	for _, c := range s.conns {
 		if !c.left {
 			c.send(frameGather, reply)

@@ -12,13 +12,15 @@ import (
 //	[kind u8][length u32 little-endian][payload]
 //
 // Ranks talk only to the rendezvous server: hello -> table (or reject),
-// then gather rounds, then bye (or abort). The server tells the others when
-// a rank aborts or its connection ends without a bye (its process died).
+// then gather rounds, then bye (or abort). Gather round i pairs every rank's
+// i-th value, and its reply carries i, so a rank matches each reply to its
+// own exchange. The server tells the others when a rank aborts or its
+// connection ends without a bye (its process died).
 const (
 	frameHello   byte = iota + 1 // rank -> server: who I am
 	frameTable                   // server -> rank: every rank's hello, in rank order
 	frameReject                  // server -> rank: why the rank was refused (text)
-	frameGather                  // rank -> server: my value; server -> rank: all values
+	frameGather                  // rank -> server: my value; server -> rank: [round u64] all values
 	frameBye                     // rank -> server: I leave on purpose (Destroy)
 	frameDropped                 // server -> rank: [rank u32][why u8]: rank left without a bye
 	// frameHostLeft (server -> rank): every rank living in the server's own
@@ -110,18 +112,28 @@ func decodePeer(b []byte) (PeerInfo, []byte, error) {
 	return p, b[26+n:], nil
 }
 
-// encodeValues packs one byte string per rank: [len u32][bytes]...
-func encodeValues(values [][]byte) []byte {
-	size := 0
+// encodeGatherReply packs gather round's values, one byte string per rank:
+// [round u64]([len u32][bytes])...
+func encodeGatherReply(round uint64, values [][]byte) []byte {
+	size := 8
 	for _, v := range values {
 		size += 4 + len(v)
 	}
-	b := make([]byte, 0, size)
+	b := binary.LittleEndian.AppendUint64(make([]byte, 0, size), round)
 	for _, v := range values {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
 		b = append(b, v...)
 	}
 	return b
+}
+
+// gatherRound returns the round number of a gather reply and the rest,
+// the values that decodeValues reads.
+func gatherRound(b []byte) (uint64, []byte, error) {
+	if len(b) < 8 {
+		return 0, nil, errs.New(errs.ErrRemote, "bootstrap: gather reply of %d bytes has no round number", len(b))
+	}
+	return binary.LittleEndian.Uint64(b), b[8:], nil
 }
 
 func decodeValues(b []byte, n int) ([][]byte, error) {
