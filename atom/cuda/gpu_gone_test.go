@@ -17,8 +17,10 @@ import (
 
 // A gone rank fails only the kernel waits that what it wrote does not
 // satisfy: a Broadcast whose root finished before it went completes on the
-// other rank, launched after the news (packets and staged), own workers'
-// waits included; an AllReduce it never joined fails promptly with its cause.
+// other rank, whose kernel may still run when the news comes (packets and
+// staged), own workers' waits included; an AllReduce it never joined fails
+// promptly with its cause. (Every rank takes part in a rooted collective's
+// agreement on the call, so rank 0 launches before rank 1 goes.)
 func TestGPUPeerGone(t *testing.T) {
 	cause := errs.New(errs.ErrRemote, "rank 1's process exited (test)")
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -31,11 +33,11 @@ func TestGPUPeerGone(t *testing.T) {
 			require.NoError(t, err)
 			c.plans[r] = plan
 		}
+		launchOne(t, ranks[0], c, 0)
 		launchOne(t, ranks[1], c, 1)
 		ranks[1].sync(t)
 		require.NoError(t, ranks[1].AsyncError())
 		ranks[0].PeerGone(1, cause)
-		launchOne(t, ranks[0], c, 0)
 		ranks[0].sync(t)
 		require.NoError(t, ranks[0].AsyncError(), "count %d", count)
 		require.True(t, bytes.Equal(c.inputs[1], ranks[0].download(t, c.recv[0], c.out[0])), "count %d: the root's data", count)
