@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+from ctypes import c_void_p
 import multiprocessing as mp
 import os
 import queue
@@ -85,8 +86,17 @@ class Session:
         self.comms: List[Dict[int, int]] = [{} for _ in prog.COMMS]
         self._each(lambda g: self.comms[0].__setitem__(g, lib.comm_init_rank(nranks, ids[0], g)))
         self._each(lambda g: self.comms[1].__setitem__(g, lib.comm_init_rank(nranks, ids[1], g)))
-        self._each(lambda g: self.comms[2].__setitem__(g, lib.comm_split(self.comms[0][g], 0, nranks - 1 - g)))
-        self._each(lambda g: self.comms[3].__setitem__(g, lib.comm_split(self.comms[1][g], g, 0)))
+        self._split(2, lambda g, into: lib.comm_split(self.comms[0][g], 0, nranks - 1 - g, into))
+        self._split(3, lambda g, into: lib.comm_split(self.comms[1][g], g, 0, into))
+
+    def _split(self, index: int, split) -> None:
+        """comms[index] from split(g, into) on every local rank, read once the group ended."""
+        made = {g: c_void_p() for g in self.ranks}
+        self._each(lambda g: split(g, made[g]))
+        for g, new in made.items():
+            if not new.value:
+                raise RuntimeError(f"{self.name}: ncclCommSplit gave rank {g} no communicator")
+            self.comms[index][g] = new.value
 
     def _each(self, fn) -> None:
         """fn(g) for every local rank; in one group when this process drives several."""

@@ -168,11 +168,13 @@ class NCCLLibrary:
         if state.value not in (0, 7):
             self._check("asynchronous error", state.value, comm)
 
-    def comm_split(self, comm: int, color: int, key: int) -> int:
-        new = c_void_p()
+    def comm_split(self, comm: int, color: int, key: int, into: Optional[c_void_p] = None):
+        """The new communicator; with into, into itself, to be read once the
+        group ends (inside a group NCCL may fill it in only at ncclGroupEnd)."""
+        new = c_void_p() if into is None else into
         self._check(f"ncclCommSplit(color {color}, key {key})",
                     self._optional("ncclCommSplit")(comm, color, key, ctypes.byref(new), None), comm)
-        return new.value
+        return new.value if into is None else new
 
     def redop_create_premulsum(self, scalar: int, dtype: int, residence: int, comm: int) -> int:
         op = c_int()
