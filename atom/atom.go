@@ -28,7 +28,10 @@ type Buffers struct {
 // Rank is one rank's datapath, bound to its symmetric memory.
 type Rank interface {
 	// Launch enqueues plan on stream and returns without waiting for peers.
-	// Work on one stream runs in order. An error in the running Plan is
+	// Work on one stream runs in order, and the rank's Plans run in the
+	// order they were launched whatever their streams (as NCCL runs one
+	// communicator's calls), so every rank runs the same sequence of calls
+	// however it spreads them over streams. An error in the running Plan is
 	// reported through AsyncError, never by blocking. A SpaceSend/SpaceRecv
 	// Ref with Rank i resolves against bufs[i]; Launch does not retain bufs.
 	// A GPU Atom keeps a device copy per Plan pointer: callers pass cached,

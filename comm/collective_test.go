@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -69,6 +70,12 @@ func (s shape) call(r, n int) *spec.Call {
 // every rank's outputs against spectest's reference.
 func runShapes(t *testing.T, comms []*Comm, shapes []shape, rng *rand.Rand, grouped bool) {
 	t.Helper()
+	runShapesOn(t, comms, shapes, rng, grouped, func(int, int) uintptr { return 0 })
+}
+
+// runShapesOn is runShapes with rank r's call i issued on stream(r, i).
+func runShapesOn(t *testing.T, comms []*Comm, shapes []shape, rng *rand.Rand, grouped bool, stream func(r, i int) uintptr) {
+	t.Helper()
 	n := len(comms)
 	type issued struct {
 		calls  []*spec.Call
@@ -97,7 +104,7 @@ func runShapes(t *testing.T, comms []*Comm, shapes []shape, rng *rand.Rand, grou
 	issue := func(r int) {
 		for i := range shapes {
 			call := *all[i].calls[r]
-			require.NoError(t, comms[r].Collective(&call, 0), "rank %d call %d %s", r, i, call.String())
+			require.NoError(t, comms[r].Collective(&call, stream(r, i)), "rank %d call %d %s", r, i, call.String())
 		}
 	}
 	if grouped {
@@ -106,7 +113,7 @@ func runShapes(t *testing.T, comms []*Comm, shapes []shape, rng *rand.Rand, grou
 				require.NoError(t, GroupStart())
 				for r := range n {
 					call := *all[i].calls[r]
-					require.NoError(t, comms[r].Collective(&call, 0))
+					require.NoError(t, comms[r].Collective(&call, stream(r, i)))
 				}
 				require.NoError(t, GroupEnd())
 			}
@@ -198,4 +205,43 @@ func TestManyMixedCalls(t *testing.T) {
 		shapes = append(shapes, randomShape(rng, coll, n, []uint64{0, 3, 100, 2000, 20000}[rng.IntN(5)]))
 	}
 	runShapes(t, comms, shapes, rng, false)
+}
+
+// One communicator on several streams: as in NCCL, a communicator's calls
+// run in the order each rank issued them, whatever streams they went to, so
+// ranks that spread the same calls over streams differently still agree.
+// Rank 0 alternates two streams, rank 1 the same two the other way round,
+// rank 2 its communicator's own queue and one stream.
+func TestCommOnTwoStreams(t *testing.T) {
+	const n = 3
+	for _, grouped := range []bool{false, true} {
+		t.Run(fmt.Sprint("grouped=", grouped), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Timeout = 5 * time.Second // before the fix the calls hang or mismatch; fail fast
+			comms := startComms(t, n, cfg)
+			streams := make([][2]uintptr, n)
+			for r := range n {
+				streams[r] = [2]uintptr{NewHostStream(), NewHostStream()}
+			}
+			streams[2][0] = 0
+			t.Cleanup(func() {
+				for r := range n {
+					for _, s := range streams[r] {
+						if s != 0 {
+							require.NoError(t, DestroyHostStream(s))
+						}
+					}
+				}
+			})
+			rng := rand.New(rand.NewPCG(11, 12))
+			var shapes []shape
+			for range 60 {
+				coll := collectives[rng.IntN(len(collectives))]
+				shapes = append(shapes, randomShape(rng, coll, n, []uint64{0, 3, 100, 2000, 20000}[rng.IntN(5)]))
+			}
+			runShapesOn(t, comms, shapes, rng, grouped, func(r, i int) uintptr {
+				return streams[r][(i+r)%2]
+			})
+		})
+	}
 }

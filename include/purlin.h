@@ -15,7 +15,8 @@
  * Streams: on the CUDA Atom a stream is a cudaStream_t. On the host Atom a
  * stream comes from purlinHostStreamCreate (NULL means the communicator's
  * own queue); work on one stream runs in order, and purlinHostStreamSynchronize
- * or purlinCommSynchronize wait for it.
+ * or purlinCommSynchronize wait for it. As in NCCL, a communicator's calls
+ * run in the order they were issued whatever streams they were issued on.
  */
 #ifndef PURLIN_H_
 #define PURLIN_H_

@@ -15,7 +15,10 @@
 //
 // Launch enqueues one kernel on the caller's stream (grid = Plan workers,
 // 512 threads each) and returns: no synchronisation, no allocation and one
-// cgo call on the hot path, legal under CUDA graph capture. Plans are
+// cgo call on the hot path, legal under CUDA graph capture. A launch on
+// another stream than the rank's previous one first makes that stream wait
+// for the previous one (an event; see launchOrder), so a rank's kernels
+// run in launch order as atom.Rank requires. Plans are
 // uploaded once, the first time they are seen (a synchronous copy outside
 // capture, host-mapped memory during capture). A failing kernel wait writes
 // the status word, which AsyncError turns into errs.ErrTimeout,

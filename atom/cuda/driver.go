@@ -22,6 +22,7 @@ type (
 	cuModule   uintptr
 	cuFunction uintptr
 	cuStream   uintptr
+	cuEvent    uintptr
 	devicePtr  uintptr
 )
 
@@ -38,6 +39,8 @@ const (
 	memAccessFlagsReadWrite      = 0x3
 	memAllocGranularityMinimum   = 0x0
 	streamCaptureStatusNone      = 0
+	streamCaptureStatusActive    = 1
+	eventDisableTiming           = 0x2
 	streamCaptureModeThreadLocal = 1
 	streamNonBlocking            = 0x1
 )
@@ -96,6 +99,11 @@ var driver struct {
 	MemExportToShareableHandle   func(fd *int32, h uint64, handleType uint32, flags uint64) cuResult
 	MemImportFromShareableHandle func(h *uint64, osHandle uintptr, handleType uint32) cuResult
 	StreamIsCapturing            func(s cuStream, status *uint32) cuResult
+	StreamGetCaptureInfo         func(s cuStream, status *uint32, id *uint64, graph, deps, ndeps unsafe.Pointer) cuResult
+	StreamWaitEvent              func(s cuStream, e cuEvent, flags uint32) cuResult
+	EventCreate                  func(e *cuEvent, flags uint32) cuResult
+	EventRecord                  func(e cuEvent, s cuStream) cuResult
+	EventDestroy                 func(e cuEvent) cuResult
 	StreamCreate                 func(s *cuStream, flags uint32) cuResult
 	StreamDestroy                func(s cuStream) cuResult
 	StreamSynchronize            func(s cuStream) cuResult
@@ -165,6 +173,11 @@ func openDriver() (err error) {
 	reg(&d.MemExportToShareableHandle, "cuMemExportToShareableHandle")
 	reg(&d.MemImportFromShareableHandle, "cuMemImportFromShareableHandle")
 	reg(&d.StreamIsCapturing, "cuStreamIsCapturing")
+	reg(&d.StreamGetCaptureInfo, "cuStreamGetCaptureInfo_v2")
+	reg(&d.StreamWaitEvent, "cuStreamWaitEvent")
+	reg(&d.EventCreate, "cuEventCreate")
+	reg(&d.EventRecord, "cuEventRecord")
+	reg(&d.EventDestroy, "cuEventDestroy_v2")
 	reg(&d.StreamCreate, "cuStreamCreate")
 	reg(&d.StreamDestroy, "cuStreamDestroy_v2")
 	reg(&d.StreamSynchronize, "cuStreamSynchronize")

@@ -20,6 +20,7 @@ type Rank struct {
 	device int
 	ctx    cuContext
 	fn     cuFunction
+	order  launchOrder // the rank's launches across streams
 	layout window
 	mem    *symmetric
 	epochs devicePtr
@@ -73,6 +74,9 @@ func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, er
 func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	var err error
 	if r.fn, err = kernelFunction(r.ctx); err != nil {
+		return err
+	}
+	if err = r.order.init(); err != nil {
 		return err
 	}
 	if r.host, err = allocHostMapped(64); err != nil {
@@ -134,10 +138,7 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	for i, b := range bufs {
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
 	}
-	if res := launchKernel(r.ctx, r.fn, d.nworkers, threadsPerBlock, cuStream(stream), &args); res != cuSuccess {
-		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
-	}
-	return nil
+	return r.launchInOrder(d.nworkers, cuStream(stream), &args)
 }
 
 // AsyncError returns the first failure a kernel of this rank reported; a
@@ -213,6 +214,7 @@ func (r *Rank) Close() error {
 
 func (r *Rank) free() {
 	r.plans.free()
+	r.order.free()
 	if r.mem != nil {
 		r.mem.free()
 		r.mem = nil

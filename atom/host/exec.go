@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -22,7 +23,11 @@ func (r *Rank) run(p *snac.Plan, bufs []atom.Buffers) error {
 	if len(p.Workers) == 0 {
 		return nil
 	}
-	op, err := resolveScalar(p.Type, p.Op)
+	var op spec.Op
+	err := r.guard(func() (err error) {
+		op, err = resolveScalar(p.Type, p.Op)
+		return err
+	})
 	if err != nil {
 		r.fail(err)
 		return err
@@ -30,16 +35,39 @@ func (r *Rank) run(p *snac.Plan, bufs []atom.Buffers) error {
 	var wg sync.WaitGroup
 	for w := 1; w < len(p.Workers); w++ {
 		wg.Go(func() {
-			if err := r.runWorker(p, op, w, bufs); err != nil {
+			if err := r.guard(func() error { return r.runWorker(p, op, w, bufs) }); err != nil {
 				r.fail(err)
 			}
 		})
 	}
-	if err := r.runWorker(p, op, 0, bufs); err != nil {
+	if err := r.guard(func() error { return r.runWorker(p, op, 0, bufs) }); err != nil {
 		r.fail(err)
 	}
 	wg.Wait()
 	return r.AsyncError()
+}
+
+// guard runs f, part of a Plan, and turns a panic in it into an error, so
+// the host process never dies of a Plan, as a GPU reports a bad address or
+// a broken kernel as an error. A memory fault (debug.SetPanicOnFault) is the
+// caller's: a buffer that is not mapped, because it was never valid or was
+// freed while the call ran (a program that exits, or frees its buffers,
+// with work still queued); it fails the call as an invalid argument.
+// Anything else is a broken invariant of Purlin.
+func (r *Rank) guard(f func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if fault, ok := v.(interface{ Addr() uintptr }); ok {
+			err = errs.New(errs.ErrInvalidArgument, "host rank %d: memory fault at %#x: a buffer of the call is not mapped (never valid, or freed before the call finished)", r.topo.Rank, fault.Addr())
+			return
+		}
+		err = errs.New(errs.ErrInternal, "host rank %d: panic running a Plan: %v\n%s", r.topo.Rank, v, debug.Stack())
+	}()
+	return f()
 }
 
 // resolveScalar reads PreMulSum's factor where the caller left it in memory

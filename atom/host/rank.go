@@ -31,10 +31,14 @@ type Rank struct {
 	causes  [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone; set before its bit
 
 	mu       sync.Mutex
-	idle     *sync.Cond // signalled when inflight drops to 0
+	idle     *sync.Cond // signalled when a launched Plan finishes
 	inflight int        // launched Plans not finished; guarded by mu
 	asyncErr error      // the first error; guarded by mu
 	closed   bool       // guarded by mu
+
+	// The rank's Plans run one at a time in launch order (see awaitTurn).
+	launched uint64        // Plans launched so far; guarded by mu
+	ran      atomic.Uint64 // Plans finished so far; written under mu
 }
 
 var _ atom.Rank = (*Rank)(nil)
@@ -99,8 +103,10 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 		return err
 	}
 	r.inflight++
+	j := newJob(r, plan, bufs, r.launched)
+	r.launched++
+	s.enqueue(j) // under mu: this rank's jobs reach their streams in launch order
 	r.mu.Unlock()
-	s.enqueue(newJob(r, plan, bufs))
 	return nil
 }
 
@@ -125,9 +131,8 @@ func (r *Rank) fail(err error) {
 func (r *Rank) finished() {
 	r.mu.Lock()
 	r.inflight--
-	if r.inflight == 0 {
-		r.idle.Broadcast()
-	}
+	r.ran.Add(1)
+	r.idle.Broadcast()
 	r.mu.Unlock()
 }
 

@@ -14,6 +14,7 @@ import (
 type job struct {
 	rank *Rank
 	plan *snac.Plan
+	seq  uint64 // the rank's Plans launched before this one
 	bufs []atom.Buffers
 	one  [1]atom.Buffers // bufs' storage when the Plan serves one call
 }
@@ -22,9 +23,9 @@ var jobPool = sync.Pool{New: func() any { return new(job) }}
 
 // newJob takes a job from the pool holding a copy of bufs (Launch does not
 // retain the caller's list).
-func newJob(r *Rank, plan *snac.Plan, bufs []atom.Buffers) *job {
+func newJob(r *Rank, plan *snac.Plan, bufs []atom.Buffers, seq uint64) *job {
 	j := jobPool.Get().(*job)
-	j.rank, j.plan = r, plan
+	j.rank, j.plan, j.seq = r, plan, seq
 	if len(bufs) <= len(j.one) {
 		j.bufs = append(j.one[:0], bufs...)
 	} else {
@@ -41,6 +42,14 @@ func (j *job) release() {
 
 // stream is an in-order queue of jobs served by one goroutine. The queue is
 // unbounded: Launch never waits.
+//
+// As with NCCL, one rank's Plans also run one at a time in the order they
+// were launched, whatever streams they were launched on: a job first waits
+// for its rank's earlier jobs on other streams (awaitTurn), as a CUDA
+// stream waits on an event. Every rank of a communicator then runs the same
+// sequence of calls however it spreads them over streams. Neither wait can
+// close a cycle: a rank's jobs enter their streams in launch order (under
+// the rank's lock), so every job waits only for jobs enqueued before it.
 type stream struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled on enqueue, on job completion and on destroy
@@ -134,6 +143,7 @@ func (s *stream) serve() {
 		s.busy = true
 		s.mu.Unlock()
 
+		j.rank.awaitTurn(j.seq)
 		err := j.rank.run(j.plan, j.bufs)
 		j.rank.finished()
 		j.release()
@@ -145,4 +155,17 @@ func (s *stream) serve() {
 		s.busy = false
 		s.cond.Broadcast()
 	}
+}
+
+// awaitTurn waits until the seq Plans r launched before this one have
+// finished (bounded: each is bounded by its own waits).
+func (r *Rank) awaitTurn(seq uint64) {
+	if r.ran.Load() == seq {
+		return
+	}
+	r.mu.Lock()
+	for r.ran.Load() < seq {
+		r.idle.Wait()
+	}
+	r.mu.Unlock()
 }

@@ -11,23 +11,18 @@ import (
 	"purlin/snac"
 )
 
-// Streams run concurrently: a Plan on one stream waits for a flag that a
-// Plan launched later on another stream raises (on one stream it would
-// deadlock until the timeout). Each stream stays in order.
+// Streams run concurrently: rank 0's Plan on one stream waits for a flag
+// that rank 1's Plan, launched later on another stream, raises (on one
+// stream it would deadlock until the timeout). Each stream stays in order.
 func TestStreamsRunConcurrently(t *testing.T) {
-	ranks := newRanks(t, 1, 10*time.Second)
+	ranks := newRanks(t, 2, 10*time.Second)
 	rk := ranks[0]
 	a, b := NewStream(), NewStream()
 	require.NotZero(t, a)
 	require.NotEqual(t, a, b)
-	slot := snac.FlagSlot(snac.RecvChannel(0), snac.FlagReady, 0, 0)
-	var waiter, notifier planBuilder
-	waiter.worker(snac.RecvChannel(0), 0, waitStep(slot, 1, 9))
-	waiter.p.NRanks = 1
-	notifier.worker(snac.SendChannel(0), 0, notifyStep(0, slot, 1, 9))
-	notifier.p.NRanks = 1
-	require.NoError(t, rk.Launch(&waiter.p, nil, a))
-	require.NoError(t, rk.Launch(&notifier.p, nil, b))
+	waiter, notifier := flagPlans(2)
+	require.NoError(t, ranks[0].Launch(waiter, nil, a))
+	require.NoError(t, ranks[1].Launch(notifier, nil, b))
 	require.NoError(t, SynchronizeStream(a))
 	require.NoError(t, SynchronizeStream(b))
 
@@ -40,7 +35,7 @@ func TestStreamsRunConcurrently(t *testing.T) {
 	for i := 1; i < len(bufs); i++ {
 		var p planBuilder
 		p.worker(snac.SendChannel(0), 0, copyStep(recvRef(0), sendRef(0), 100, 0))
-		p.p.NRanks = 1
+		p.p.NRanks = 2
 		require.NoError(t, rk.Launch(&p.p, []atom.Buffers{{Send: addr(bufs[i-1]), Recv: addr(bufs[i])}}, a))
 	}
 	require.NoError(t, SynchronizeStream(a))
@@ -48,5 +43,47 @@ func TestStreamsRunConcurrently(t *testing.T) {
 	require.NoError(t, DestroyStream(a))
 	require.NoError(t, DestroyStream(b))
 	require.ErrorIs(t, SynchronizeStream(a), errs.ErrInvalidArgument)
-	require.ErrorIs(t, rk.Launch(&waiter.p, nil, a), errs.ErrInvalidArgument)
+	require.ErrorIs(t, rk.Launch(waiter, nil, a), errs.ErrInvalidArgument)
+}
+
+// flagPlans: rank 0's waiter waits for the flag rank 1's notifier raises.
+func flagPlans(nranks int) (waiter, notifier *snac.Plan) {
+	slot := snac.FlagSlot(snac.RecvChannel(1), snac.FlagReady, 1, 0)
+	var w, n planBuilder
+	w.worker(snac.RecvChannel(1), 0, waitStep(slot, 1, 9))
+	n.worker(snac.SendChannel(0), 0, notifyStep(0, slot, 1, 9))
+	w.p.NRanks, n.p.NRanks = nranks, nranks
+	return &w.p, &n.p
+}
+
+// One rank's Plans run in launch order across streams, as NCCL runs one
+// communicator's calls: a copy launched on stream b reads what the rank's
+// copy launched before it on stream a writes, though stream a is held up
+// (by another communicator's Plan waiting for a flag) and b is free.
+func TestRankRunsInLaunchOrderAcrossStreams(t *testing.T) {
+	blockers := newRanks(t, 2, 10*time.Second)
+	rk := newRanks(t, 1, 10*time.Second)[0]
+	a, b, c := NewStream(), NewStream(), NewStream()
+	for _, s := range []uintptr{a, b, c} {
+		t.Cleanup(func() { DestroyStream(s) })
+	}
+	const n = 1000
+	in, mid, out := pattern(1, 2, n), make([]byte, n), make([]byte, n)
+	copyPlan := func() *snac.Plan {
+		var p planBuilder
+		p.worker(snac.SendChannel(0), 0, copyStep(recvRef(0), sendRef(0), n, 0))
+		p.p.NRanks = 1
+		return &p.p
+	}
+	waiter, notifier := flagPlans(2)
+	require.NoError(t, blockers[0].Launch(waiter, nil, a))
+	require.NoError(t, rk.Launch(copyPlan(), []atom.Buffers{{Send: addr(in), Recv: addr(mid)}}, a))
+	require.NoError(t, rk.Launch(copyPlan(), []atom.Buffers{{Send: addr(mid), Recv: addr(out)}}, b))
+	time.Sleep(100 * time.Millisecond)
+	require.Equal(t, make([]byte, n), out, "the second copy ran before the first")
+	require.NoError(t, blockers[1].Launch(notifier, nil, c))
+	for _, s := range []uintptr{a, b, c} {
+		require.NoError(t, SynchronizeStream(s))
+	}
+	require.Equal(t, in, out)
 }

@@ -219,11 +219,7 @@ FEATURES = {
 }
 # Left out unless --without (or DIFFTEST_WITHOUT) says otherwise ("none": nothing): what
 # fails on Purlin today, each with what was seen. Remove an entry when its fix lands.
-KNOWN_FAILING = {
-    "comm-on-two-streams": "host Atom: calls of one communicator on two streams run in different orders "
-                           "on different ranks (\"ranks disagree on the call\", timeouts; with 2 processes a "
-                           "SIGSEGV in numeric.Reduce after the abort)",
-}
+KNOWN_FAILING: Dict[str, str] = {}
 
 
 def _without(op: Op, without: frozenset) -> None:
