@@ -10,7 +10,7 @@ import (
 	"purlin/spec"
 )
 
-// The GPU tests run on the machines lent today (2 GPUs). These pure-Go
+// The GPU tests may run on as few as 2 GPUs. These pure-Go
 // checks hold the CUDA Atom to what the kernel relies on at every rank count
 // up to snac.MaxRanks, with its real topology: memory sizes, the per-rank
 // tables, and every Ref, slot and peer of the Plans it would run.

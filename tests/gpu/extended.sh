@@ -11,15 +11,15 @@
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
-# $OUT/extended/ gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
-# racecheck.log, python.log, dropin.tgz (at most 8 files come back).
+# $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
+# racecheck.log, python.log, dropin.tgz.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
 # purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="${OUT:-$root/build/gpu/logs}/extended"  # beside run.sh's files, not over them
+out="${PURLIN_GPU_LOGS:-$root/build/gpu/logs}/extended"  # beside run.sh's files, not over them
 gpu="$root/build/gpu"
 bin="$gpu/bin"
 mkdir -p "$out" "$bin"
@@ -66,9 +66,9 @@ verdict python $? "($(tail -1 "$out/python.log"))"
 
 # ---------- drop-in: torch under LD_PRELOAD, vLLM-style ctypes client ----------
 mkdir -p "$gpu/dropin"
-TORCH_NRANKS=$NGPUS OUT="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-run.txt" 2>&1
+TORCH_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-run.txt" 2>&1
 verdict torch $? "($(tail -1 "$gpu/dropin/torch-run.txt"))"
-PYNCCL_NRANKS=$NGPUS OUT="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
+PYNCCL_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
 verdict pynccl $? "($(tail -1 "$gpu/dropin/pynccl-run.txt"))"
 tar -czf "$out/dropin.tgz" -C "$gpu" dropin
 

@@ -24,7 +24,7 @@
 #             then $NGPUS processes (200)
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
-# Everything lands in $OUT (or build/gpu/logs): env.log, e2e.log (memalloc_e2e,
+# Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (the
 # side-by-side rows in the form of docs/perf/2xh200.json: copy it there to
@@ -35,7 +35,7 @@ set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-out="${OUT:-$root/build/gpu/logs}"
+out="${PURLIN_GPU_LOGS:-$root/build/gpu/logs}"
 gpu="$root/build/gpu"
 bin="$gpu/bin"
 mkdir -p "$out" "$bin"

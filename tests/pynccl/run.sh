@@ -6,7 +6,7 @@
 #   PYNCCL_NRANKS=N   ranks (default 2)      PYTHON=...  interpreter (python3)
 #   PYNCCL_BASELINE=1 LIBRARY is another NCCL (say the real libnccl.so.2): same
 #                     cases, no Purlin proof; tells a wrong test from a wrong Purlin
-# The log goes to $OUT/pynccl.log (default build/dropin-logs/), with one
+# The log goes to $PURLIN_DROPIN_LOGS/pynccl.log (default build/dropin-logs/), with one
 # stderr file per rank beside it. Exit status 0 only if every check passed.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,7 +15,7 @@ if [[ -z "$lib" ]]; then
   lib="$root/build/nccl-so/libnccl.so.2"  # one build (make nccl-so-cuda) serves both drop-in tests
   [[ -f "$lib" ]] || lib="$root/build/libpurlin.so"
 fi
-out="${OUT:-$root/build/dropin-logs}"
+out="${PURLIN_DROPIN_LOGS:-$root/build/dropin-logs}"
 mkdir -p "$out"
 mode="${PYNCCL_MODE:-cuda}"
 baseline=()

@@ -6,7 +6,7 @@
 #   TORCH_BACKEND=gloo  the harness self-check on the CPU (no GPU, no Purlin)
 #   TORCH_BASELINE=1    the same cases on the real NCCL (no preload)
 #   TORCH_NRANKS=N (default 2)   PYTHON=... (python3)
-# The log goes to $OUT/torch-<backend>.log (default build/dropin-logs/), one
+# The log goes to $PURLIN_DROPIN_LOGS/torch-<backend>.log (default build/dropin-logs/), one
 # stderr file per rank beside it. Exit status 0 only if every check passed.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,7 +15,7 @@ if [[ -z "$lib" ]]; then
   lib="$root/build/nccl-so/libnccl.so.2"
   [[ -f "$lib" ]] || lib="$root/build/libpurlin.so"
 fi
-out="${OUT:-$root/build/dropin-logs}"
+out="${PURLIN_DROPIN_LOGS:-$root/build/dropin-logs}"
 mkdir -p "$out"
 backend="${TORCH_BACKEND:-nccl}"
 args=(--backend "$backend" --nranks "${TORCH_NRANKS:-2}" --logdir "$out")
