@@ -16,8 +16,9 @@
 // Launch enqueues one kernel on the caller's stream (grid = Plan workers,
 // 512 threads each) and returns: no synchronisation, no allocation and one
 // cgo call on the hot path, legal under CUDA graph capture. Plans are
-// uploaded once, the first time they are seen (a synchronous copy outside
-// capture, host-mapped memory during capture). A failing kernel wait writes
+// uploaded once, the first time they are seen (outside capture a copy on the
+// rank's private stream that has landed before the launch, host-mapped
+// memory during capture). A failing kernel wait writes
 // the status word, which AsyncError turns into errs.ErrTimeout,
 // errs.ErrAborted or errs.ErrMismatch; Abort raises the abort flag every
 // kernel wait polls. Results are bit-identical to atom/host: same source
