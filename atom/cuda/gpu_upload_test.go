@@ -22,10 +22,22 @@ import (
 // uncopied (or fail the kernel).
 func TestGPUFreshPlanRunsAsUploaded(t *testing.T) {
 	g := newGPURanks(t, 1, int64(5*time.Second))[0]
-	const workers, piece = 32, 16
+	const workers, piece, rounds, fewest = 32, 16, 20, 150
+	most := workers * (fewest + rounds) * piece
+	input := make([]byte, most)
 	rng := rand.New(rand.NewPCG(5, 6))
-	for round := range 20 {
-		steps := 150 + round // every round's worker table differs from the last one's
+	for i := range input {
+		input[i] = byte(1 + rng.IntN(255))
+	}
+	// Inputs and outputs are set up and awaited first: only the Plans race.
+	send, recv := g.alloc(t, most), make([]devicePtr, rounds)
+	for round := range recv {
+		recv[round] = g.alloc(t, most)
+	}
+	g.upload(t, send, input)
+	require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.CtxSynchronize(), "cuCtxSynchronize") }))
+	for round := range rounds {
+		steps := fewest + round // every round's worker table differs from the last one's
 		size := workers * steps * piece
 		plan := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: 1, Regime: snac.RegimeStaged}
 		for w := range workers {
@@ -36,17 +48,11 @@ func TestGPUFreshPlanRunsAsUploaded(t *testing.T) {
 					Dst: snac.Ref{Space: snac.SpaceRecv, Off: off}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: off}}})
 			}
 		}
-		input := make([]byte, size)
-		for i := range input {
-			input[i] = byte(1 + rng.IntN(255))
-		}
-		send, recv := g.alloc(t, size), g.alloc(t, size)
-		g.upload(t, send, input)
-		require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv)}}, uintptr(g.stream)))
+		require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv[round])}}, uintptr(g.stream)))
 		g.sync(t)
 		require.NoError(t, g.AsyncError(), "round %d", round)
-		got := g.download(t, recv, size)
-		if !bytes.Equal(input, got) {
+		got := g.download(t, recv[round], size)
+		if !bytes.Equal(input[:size], got) {
 			i := 0
 			for input[i] == got[i] {
 				i++
