@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -154,7 +155,9 @@ func copyToDevice(dst devicePtr, src []byte, stream cuStream) error {
 	if r := driver.MemcpyHtoDAsync(dst, unsafe.Pointer(&src[0]), uintptr(len(src)), stream); r != cuSuccess {
 		return cuErr(r, "cuMemcpyHtoDAsync", len(src), " bytes")
 	}
-	return cuErr(driver.StreamSynchronize(stream), "cuStreamSynchronize", "after a copy of ", len(src), " bytes")
+	err := cuErr(driver.StreamSynchronize(stream), "cuStreamSynchronize", "after a copy of ", len(src), " bytes")
+	runtime.KeepAlive(src) // read until the copy has ended, wherever the driver reads it from
+	return err
 }
 
 // hostMapped is pinned host memory the device reads and writes (the abort
