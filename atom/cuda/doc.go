@@ -18,11 +18,11 @@
 // cgo call on the hot path, legal under CUDA graph capture. Plans are
 // uploaded once, the first time they are seen (outside capture a copy on the
 // rank's private stream that has landed before the launch, host-mapped
-// memory during capture). A failing kernel wait writes
-// the status word, which AsyncError turns into errs.ErrTimeout,
-// errs.ErrAborted or errs.ErrMismatch; Abort raises the abort flag every
-// kernel wait polls. Results are bit-identical to atom/host: same source
-// order, fp32 accumulation for 16- and 8-bit floats, one rounding.
+// memory during capture). A failing kernel wait writes the status word,
+// which AsyncError turns into errs.ErrTimeout, errs.ErrAborted or
+// errs.ErrMismatch; Abort raises the abort flag every kernel wait polls.
+// Results are bit-identical to atom/host: same source order, fp32
+// accumulation for 16- and 8-bit floats, one rounding.
 //
 // # Build
 //
