@@ -18,13 +18,14 @@
 // cgo call on the hot path, legal under CUDA graph capture. A launch on
 // another stream than the rank's previous one first makes that stream wait
 // for the previous one (an event; see launchOrder), so a rank's kernels
-// run in launch order as atom.Rank requires. Plans are
-// uploaded once, the first time they are seen (a synchronous copy outside
-// capture, host-mapped memory during capture). A failing kernel wait writes
-// the status word, which AsyncError turns into errs.ErrTimeout,
-// errs.ErrAborted or errs.ErrMismatch; Abort raises the abort flag every
-// kernel wait polls. Results are bit-identical to atom/host: same source
-// order, fp32 accumulation for 16- and 8-bit floats, one rounding.
+// run in launch order as atom.Rank requires. Plans are uploaded once, the
+// first time they are seen (outside capture a copy on the rank's private
+// stream that has landed before the launch, host-mapped memory during
+// capture). A failing kernel wait writes the status word, which AsyncError
+// turns into errs.ErrTimeout, errs.ErrAborted or errs.ErrMismatch; Abort
+// raises the abort flag every kernel wait polls. Results are bit-identical
+// to atom/host: same source order, fp32 accumulation for 16- and 8-bit
+// floats, one rounding.
 //
 // # Build
 //

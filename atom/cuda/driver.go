@@ -82,7 +82,7 @@ var driver struct {
 	ModuleGetFunction            func(fn *cuFunction, mod cuModule, name string) cuResult
 	MemAlloc                     func(p *devicePtr, size uintptr) cuResult
 	MemFree                      func(p devicePtr) cuResult
-	MemcpyHtoD                   func(dst devicePtr, src unsafe.Pointer, size uintptr) cuResult
+	MemcpyHtoDAsync              func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult
 	MemcpyDtoH                   func(dst unsafe.Pointer, src devicePtr, size uintptr) cuResult
 	MemsetD8                     func(dst devicePtr, v uint8, n uintptr) cuResult
 	MemHostAlloc                 func(p *unsafe.Pointer, size uintptr, flags uint32) cuResult
@@ -156,7 +156,7 @@ func openDriver() (err error) {
 	reg(&d.ModuleGetFunction, "cuModuleGetFunction")
 	reg(&d.MemAlloc, "cuMemAlloc_v2")
 	reg(&d.MemFree, "cuMemFree_v2")
-	reg(&d.MemcpyHtoD, "cuMemcpyHtoD_v2")
+	reg(&d.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
 	reg(&d.MemcpyDtoH, "cuMemcpyDtoH_v2")
 	reg(&d.MemsetD8, "cuMemsetD8_v2")
 	reg(&d.MemHostAlloc, "cuMemHostAlloc")

@@ -150,25 +150,28 @@ func newGPURanksOn(t *testing.T, n int, timeoutNs int64, topology func(n, rank i
 	return ranks
 }
 
+// alloc returns size bytes of device memory holding 0xA5 bytes. The memset
+// runs on the legacy stream, which neither the tests' non-blocking streams
+// nor copyToDevice wait for: it has ended when alloc returns.
 func (g *gpuRank) alloc(t *testing.T, size int) devicePtr {
 	var p devicePtr
 	require.NoError(t, inContext(g.ctx, func() error {
 		if err := cuErr(driver.MemAlloc(&p, uintptr(max(size, 16))), "cuMemAlloc"); err != nil {
 			return err
 		}
-		return cuErr(driver.MemsetD8(p, 0xA5, uintptr(max(size, 16))), "cuMemsetD8")
+		if err := cuErr(driver.MemsetD8(p, 0xA5, uintptr(max(size, 16))), "cuMemsetD8"); err != nil {
+			return err
+		}
+		return cuErr(driver.StreamSynchronize(0), "cuStreamSynchronize", "legacy stream")
 	}))
 	t.Cleanup(func() { inContext(g.ctx, func() error { driver.MemFree(p); return nil }) })
 	return p
 }
 
+// upload copies b to dst; it has landed when upload returns, so a kernel
+// launched next on any stream reads it (copyToDevice).
 func (g *gpuRank) upload(t *testing.T, dst devicePtr, b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	require.NoError(t, inContext(g.ctx, func() error {
-		return cuErr(driver.MemcpyHtoD(dst, unsafe.Pointer(&b[0]), uintptr(len(b))), "cuMemcpyHtoD")
-	}))
+	require.NoError(t, inContext(g.ctx, func() error { return copyToDevice(dst, b, g.copies) }))
 }
 
 func (g *gpuRank) download(t *testing.T, src devicePtr, n int) []byte {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -136,6 +137,27 @@ func (m vmm) free() {
 	driver.MemUnmap(m.ptr, m.size)
 	driver.MemAddressFree(m.ptr, m.size)
 	driver.MemRelease(m.handle)
+}
+
+// copyToDevice copies src to device memory at dst, in stream's context
+// (current), and returns once the bytes are in device memory: a kernel
+// launched afterwards on any stream reads them. cuMemcpyHtoD does not
+// promise that: from pageable memory (Go memory is) it returns once src is
+// staged, before its DMA has ended, and that DMA runs on the legacy default
+// stream, which non-blocking streams do not wait for (CUDA's "API
+// synchronization behavior"). So the copy runs on stream, the rank's
+// private non-blocking stream, and is awaited there, waiting for nobody
+// else's work.
+func copyToDevice(dst devicePtr, src []byte, stream cuStream) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if r := driver.MemcpyHtoDAsync(dst, unsafe.Pointer(&src[0]), uintptr(len(src)), stream); r != cuSuccess {
+		return cuErr(r, "cuMemcpyHtoDAsync", len(src), " bytes")
+	}
+	err := cuErr(driver.StreamSynchronize(stream), "cuStreamSynchronize", "after a copy of ", len(src), " bytes")
+	runtime.KeepAlive(src) // read until the copy has ended, wherever the driver reads it from
+	return err
 }
 
 // hostMapped is pinned host memory the device reads and writes (the abort

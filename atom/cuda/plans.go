@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"sync"
 	"unsafe"
 
@@ -91,9 +92,11 @@ func (c *plans) lookup(p *snac.Plan) *devicePlan {
 }
 
 // upload places p where the kernel can read it; ctx is current. Outside
-// capture it goes to device memory with a synchronous copy; during capture
-// (of stream, or of any stream in global mode) into the host-mapped arena.
-func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
+// capture it goes to device memory, copied there on copies (copyToDevice:
+// it has landed when upload returns, so a kernel on any stream, now or
+// later, reads all of it); during capture (of stream, or of any stream in
+// global mode) into the host-mapped arena.
+func (c *plans) upload(p *snac.Plan, stream, copies cuStream) (*devicePlan, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.lookup(p); d != nil {
@@ -129,9 +132,9 @@ func (c *plans) upload(p *snac.Plan, stream cuStream) (*devicePlan, error) {
 		if r := driver.MemAlloc(&ptr, size); r != cuSuccess {
 			return nil, cuErr(r, "cuMemAlloc", "plan of ", size, " bytes")
 		}
-		if r := driver.MemcpyHtoD(ptr, unsafe.Pointer(&b[0]), uintptr(len(b))); r != cuSuccess {
+		if err := copyToDevice(ptr, b, copies); err != nil {
 			driver.MemFree(ptr)
-			return nil, cuErr(r, "cuMemcpyHtoD", "plan")
+			return nil, fmt.Errorf("cuda plan: %w", err)
 		}
 		c.device = append(c.device, ptr)
 		d.place(uint64(ptr), p)

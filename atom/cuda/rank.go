@@ -25,6 +25,7 @@ type Rank struct {
 	mem    *symmetric
 	epochs devicePtr
 	host   hostMapped // [0:4] abort word (uint32, see abortAll), [8:16] status word (uint64)
+	copies cuStream   // private non-blocking stream of copyToDevice (Plan uploads, window writes)
 	base   launchArgs // the Launch fields every call shares
 	plans  plans
 	gone   [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone (PeerGone); set before its bit
@@ -79,6 +80,9 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if err = r.order.init(); err != nil {
 		return err
 	}
+	if res := driver.StreamCreate(&r.copies, streamNonBlocking); res != cuSuccess {
+		return cuErr(res, "cuStreamCreate", "copies")
+	}
 	if r.host, err = allocHostMapped(64); err != nil {
 		return err
 	}
@@ -124,7 +128,7 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	d := r.plans.lookup(plan)
 	if d == nil {
 		err := inContext(r.ctx, func() (err error) {
-			d, err = r.plans.upload(plan, cuStream(stream))
+			d, err = r.plans.upload(plan, cuStream(stream), r.copies)
 			return err
 		})
 		if err != nil {
@@ -225,4 +229,8 @@ func (r *Rank) free() {
 	}
 	r.host.free()
 	r.host = hostMapped{}
+	if r.copies != 0 {
+		driver.StreamDestroy(r.copies)
+		r.copies = 0
+	}
 }

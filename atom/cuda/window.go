@@ -20,6 +20,7 @@ import (
 // buffers through Peers instead of staging.
 type UserWindow struct {
 	ctx     cuContext
+	copies  cuStream  // the Rank's (Write)
 	size    uint64    // bytes of each rank's buffer
 	peers   []uintptr // by rank; immutable
 	imports []vmm     // other processes' allocations mapped here
@@ -145,7 +146,7 @@ func (r *Rank) mapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindo
 		}
 		defer closeFDs(fds)
 	}
-	w := &UserWindow{ctx: r.ctx, size: size, peers: make([]uintptr, len(all))}
+	w := &UserWindow{ctx: r.ctx, copies: r.copies, size: size, peers: make([]uintptr, len(all))}
 	for q, m := range all {
 		if err == nil {
 			samePID := binary.LittleEndian.Uint64(pids[q]) == uint64(os.Getpid())

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"unsafe"
 
 	"purlin/errs"
@@ -21,14 +22,17 @@ func (w *UserWindow) Read(q int, off uint64, dst []byte) error {
 }
 
 // Write copies src to off of rank q's window buffer through this rank's
-// mapping, and waits for the copy. Like Read, it is for checks and tools.
+// mapping; the bytes have landed when it returns (copyToDevice). Like Read,
+// it is for checks and tools, while the Rank is open.
 func (w *UserWindow) Write(q int, off uint64, src []byte) error {
 	if err := w.checkRange("Write", q, off, len(src)); err != nil || len(src) == 0 {
 		return err
 	}
 	return inContext(w.ctx, func() error {
-		dst := devicePtr(w.peers[q] + uintptr(off))
-		return cuErr(driver.MemcpyHtoD(dst, unsafe.Pointer(&src[0]), uintptr(len(src))), "cuMemcpyHtoD", "window of rank ", q)
+		if err := copyToDevice(devicePtr(w.peers[q]+uintptr(off)), src, w.copies); err != nil {
+			return fmt.Errorf("cuda window of rank %d: %w", q, err)
+		}
+		return nil
 	})
 }
 

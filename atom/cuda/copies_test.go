@@ -1,0 +1,133 @@
+package cuda
+
+import (
+	"bytes"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// modelDevice stands in for the CUDA driver with no more than CUDA promises
+// about a copy from pageable host memory to the device ("API
+// synchronization behavior"): the copy call returns once the source is
+// staged, and the bytes land in device memory when the stream the copy runs
+// on is synchronized, not before. Device memory starts as stale bytes. A
+// kernel launched at that moment on a non-blocking stream reads what
+// modelDevice.read returns.
+//
+// The caller's stream (launch) holds a kernel waiting for a peer: waiting
+// for it, or for the whole context, would stall until the peer's next call.
+type modelDevice struct {
+	t       *testing.T
+	mem     map[devicePtr][]byte
+	next    devicePtr
+	pending map[cuStream][]func() // staged copies, by stream
+	launch  cuStream
+}
+
+const modelContext cuContext = 0x100
+
+// useModelDevice replaces the driver's entry points that a copy into device
+// memory uses by the model, until the test ends.
+func useModelDevice(t *testing.T, launch cuStream) *modelDevice {
+	saved := driver
+	t.Cleanup(func() { driver = saved })
+	m := &modelDevice{t: t, mem: map[devicePtr][]byte{}, next: 1 << 20, pending: map[cuStream][]func(){}, launch: launch}
+	driver.CtxGetCurrent = func(c *cuContext) cuResult { *c = modelContext; return cuSuccess }
+	driver.StreamIsCapturing = func(_ cuStream, st *uint32) cuResult { *st = streamCaptureStatusNone; return cuSuccess }
+	driver.MemAlloc = func(p *devicePtr, size uintptr) cuResult {
+		*p = m.next
+		m.mem[m.next] = bytes.Repeat([]byte{0xA5}, int(size))
+		m.next += devicePtr(size+255) &^ 255
+		return cuSuccess
+	}
+	driver.MemFree = func(p devicePtr) cuResult { delete(m.mem, p); return cuSuccess }
+	driver.MemcpyHtoDAsync = func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult {
+		staged := bytes.Clone(unsafe.Slice((*byte)(src), size))
+		m.pending[s] = append(m.pending[s], func() { copy(m.at(dst, len(staged)), staged) })
+		return cuSuccess
+	}
+	driver.StreamSynchronize = func(s cuStream) cuResult {
+		if s == m.launch {
+			t.Errorf("waited for the caller's stream, where a kernel waits for a peer")
+			return cuSuccess
+		}
+		for _, land := range m.pending[s] {
+			land()
+		}
+		delete(m.pending, s)
+		return cuSuccess
+	}
+	driver.CtxSynchronize = func() cuResult {
+		t.Errorf("waited for the whole context, where a kernel waits for a peer")
+		return cuSuccess
+	}
+	return m
+}
+
+// at is device memory [p, p+n) inside one allocation.
+func (m *modelDevice) at(p devicePtr, n int) []byte {
+	for base, b := range m.mem {
+		if p >= base && int(p-base)+n <= len(b) {
+			return b[p-base : int(p-base)+n]
+		}
+	}
+	m.t.Fatalf("device range %#x+%d is in no allocation", p, n)
+	return nil
+}
+
+// stale is the offset of the first byte of want that a kernel launched now
+// would not read at p, or -1.
+func (m *modelDevice) stale(p devicePtr, want []byte) int {
+	got := m.at(p, len(want))
+	for i := range want {
+		if got[i] != want[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestCopiesHaveLandedOnReturn: what the CUDA Atom copies into device memory
+// is there when the copy returns, for a kernel launched next on any stream,
+// and the copy waits for no one else's work. With cuMemcpyHtoD, the kernel
+// of a call of a new shape, launched at once on the caller's non-blocking
+// stream, could read part of its Plan before it landed: its worker table
+// first of all (the image's tail, the last bytes to land), as whatever the
+// memory held before. A block then runs at another epoch slot's epoch or
+// other steps, and a healthy peer sees ranks that disagree on the call, or
+// waits for a flag that never comes.
+func TestCopiesHaveLandedOnReturn(t *testing.T) {
+	const launch, copies cuStream = 0x51, 0x52
+	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: 128 << 20,
+		Rank: 1, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
+	plan, err := snac.Build(call, Topology(2, 1))
+	require.NoError(t, err)
+	image, err := planBytes(plan)
+	require.NoError(t, err)
+	require.Greater(t, len(image), 512<<10, "a large Plan (its image's tail lands last)")
+
+	t.Run("plan upload", func(t *testing.T) {
+		m := useModelDevice(t, launch)
+		var c plans
+		d, err := c.upload(plan, launch, copies)
+		require.NoError(t, err)
+		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "the first byte of the %d-byte Plan a kernel launched now would not read", len(image))
+		again, err := c.upload(plan, launch, copies)
+		require.NoError(t, err)
+		require.Same(t, d, again, "uploaded once")
+	})
+	t.Run("window write", func(t *testing.T) {
+		m := useModelDevice(t, launch)
+		var buf devicePtr
+		require.Equal(t, cuResult(cuSuccess), driver.MemAlloc(&buf, 4<<20))
+		w := &UserWindow{ctx: modelContext, copies: copies, size: 4 << 20, peers: []uintptr{uintptr(buf)}}
+		src := bytes.Repeat([]byte{7, 1, 9}, 1<<20)
+		require.NoError(t, w.Write(0, 1000, src))
+		require.Equal(t, -1, m.stale(buf+1000, src), "the first byte written that a kernel launched now would not read")
+	})
+}

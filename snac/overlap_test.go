@@ -1,0 +1,76 @@
+package snac_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/snac/snactest"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// TestBackToBackCallsOfChangingShape queues every rank's calls in one Run,
+// as a stream queues kernels: a rank that finishes a call starts the next
+// while its peers are still in the one before, and the shape changes every
+// other call (collective, size from packets to a ring of one slot a worker,
+// in place or not), as nccl-tests' size sweeps change it. The topology is
+// the CUDA Atom's default scaled down 1024 times. Each call must meet the
+// same call on every peer (check words, flags, staging halves) and compute
+// its output. (With check words not double-buffered by the epoch's parity,
+// a rank one call ahead overwrites the one its peer is about to read.)
+func TestBackToBackCallsOfChangingShape(t *testing.T) {
+	largest, seeds := uint64(1<<20), uint64(3)
+	if raceEnabled {
+		largest, seeds = 256<<10, 1
+	}
+	// Each collective twice at each size, out of place then in place; rooted
+	// ones at several roots.
+	var colls []spec.Collective
+	for _, c := range []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.Broadcast, spec.Reduce, spec.AllToAll} {
+		colls = append(colls, c, c)
+	}
+	for _, n := range []int{2, 3} {
+		for seed := range seeds {
+			w := newWorld(t, n, seed)
+			w.topo = snac.Topology{NRanks: n, Workers: 32, StageHalf: 64 << 10, P2PHalf: 1 << 10, PacketMax: 16, ChunkMax: 1 << 10}
+			w.sim = snactest.New(w.topo, seed)
+			type queued struct {
+				calls   []*spec.Call
+				want    []spectest.Output
+				inPlace bool
+			}
+			var order []queued
+			launches := make([][]*snactest.Launch, n)
+			regimes := map[snac.Regime]bool{}
+			for bytes := uint64(8); bytes <= largest; bytes *= 4 {
+				for i, coll := range colls {
+					count := bytes / 4
+					if coll == spec.AllGather || coll == spec.ReduceScatter || coll == spec.AllToAll {
+						count /= uint64(n)
+					}
+					calls := callsFor(n, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, i%n)
+					inPlace := i%2 == 1
+					inputs := spectest.Inputs(w.rng, calls)
+					order = append(order, queued{calls, spectest.Expected(calls, inputs), inPlace})
+					for r, c := range calls {
+						l, err := w.launch(c, inPlace, inputs[r])
+						require.NoError(t, err)
+						regimes[l.Plan.Regime] = true
+						launches[r] = append(launches[r], l)
+					}
+				}
+			}
+			for _, g := range []snac.Regime{snac.RegimePacket, snac.RegimeStaged, snac.RegimeChunked, snac.RegimeRing} {
+				require.True(t, regimes[g], "%d ranks: no %s Plan", n, g)
+			}
+			require.NoError(t, w.sim.Run(launches), "%d ranks, seed %d", n, seed)
+			for k, q := range order {
+				for r, c := range q.calls {
+					w.checkOutput(c, launches[r][k], q.want[r], q.inPlace)
+				}
+			}
+		}
+	}
+}
