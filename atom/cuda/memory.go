@@ -130,6 +130,25 @@ func importVMM(fd int, size uintptr, device int) (vmm, error) {
 	return vmm{ptr: ptr, size: size, handle: h}, nil
 }
 
+// retainVMM maps for device, under a reference of its own, the allocation
+// another rank of this process made at ptr (size bytes): the memory stays
+// until this mapping is freed, whatever its owner does.
+func retainVMM(ptr devicePtr, size uintptr, device int) (vmm, error) {
+	if err := loadWindowDriver(); err != nil {
+		return vmm{}, err
+	}
+	var h uint64
+	if r := windowDriver.MemRetainAllocationHandle(&h, uintptr(ptr)); r != cuSuccess {
+		return vmm{}, cuErr(r, "cuMemRetainAllocationHandle", "window at ", uint64(ptr))
+	}
+	p, err := mapHandle(h, size, []int{device})
+	if err != nil {
+		driver.MemRelease(h)
+		return vmm{}, err
+	}
+	return vmm{ptr: p, size: size, handle: h}, nil
+}
+
 func (m vmm) free() {
 	if m.ptr == 0 {
 		return

@@ -40,10 +40,13 @@ type symmetric struct {
 }
 
 // shareWindows allocates this rank's window on device, zeroes it and makes
-// every rank's window addressable. Ranks in one process use each other's
-// mappings directly (the owner gave every peer device access); ranks in
-// several processes pass POSIX fds (Exchange.AllGatherFD) and map them.
-// Every rank takes the same branch: it is decided from all ranks' pids.
+// every rank's window addressable. Every rank maps every other rank's window
+// under a reference of its own, so a window outlives its owner's free (an
+// aborted or destroyed rank) until every mapping of it is gone: a peer's
+// kernel still running never touches freed memory. Ranks in one process
+// retain each other's allocations by address; ranks in several processes
+// pass POSIX fds (Exchange.AllGatherFD) and import them. Every rank takes the
+// same branch: it is decided from all ranks' pids.
 func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	mine, err := allocVMM(device, w.size)
 	if err != nil {
@@ -89,9 +92,18 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 			return fail(errs.New(errs.ErrUnsupported, "cuda window rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
 		}
 		for r, m := range all {
-			s.base[r] = binary.LittleEndian.Uint64(m[8:])
+			if r == ex.Rank() {
+				s.base[r] = uint64(mine.ptr)
+				continue
+			}
+			peer, err := retainVMM(devicePtr(binary.LittleEndian.Uint64(m[8:])), mine.size, device)
+			if err != nil {
+				return fail(err)
+			}
+			s.imports = append(s.imports, peer)
+			s.base[r] = uint64(peer.ptr)
 		}
-		return s, nil
+		return s, s.barrier(ex, fail)
 	}
 	fd, err := mine.export()
 	if err != nil {
@@ -115,11 +127,17 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 		s.imports = append(s.imports, m)
 		s.base[r] = uint64(m.ptr)
 	}
-	// Everyone has mapped everyone before anyone launches.
+	return s, s.barrier(ex, fail)
+}
+
+// barrier returns once every rank has mapped every window, before anyone
+// launches (and before a rank whose init fails frees what others map).
+func (s *symmetric) barrier(ex atom.Exchange, fail func(error) (*symmetric, error)) error {
 	if _, err := ex.AllGather(nil); err != nil {
-		return fail(errs.New(errs.ErrRemote, "cuda window barrier rank %d: %v", ex.Rank(), err))
+		_, err = fail(errs.New(errs.ErrRemote, "cuda window barrier rank %d: %v", ex.Rank(), err))
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 func (s *symmetric) free() {
