@@ -84,11 +84,11 @@ func (c *Call) Validate() error {
 	return c.validateOverlap(in, out)
 }
 
-// validateOpType rejects Avg on the float8 types, which NCCL does not
-// define. NCCL discards an empty collective before it looks at the op, so
-// a reduction of no elements (in == 0) is accepted with any op.
+// validateOpType rejects an op NCCL does not define on the type (Avg on
+// the float8 types). NCCL discards an empty collective before it looks at
+// the op, so a reduction of no elements (in == 0) is accepted with any op.
 func (c *Call) validateOpType(in uint64) error {
-	if c.Coll.Reduces() && c.Op.Kind == Avg && c.Type.IsFloat8() && in > 0 {
+	if c.Coll.Reduces() && !c.Op.DefinedFor(c.Type) && in > 0 {
 		return invalid("%s: avg is not defined for %s (NCCL defines it for integers, float16, bfloat16, float32 and float64)", c.Coll, c.Type)
 	}
 	return nil

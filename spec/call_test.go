@@ -203,7 +203,7 @@ func TestValidateRejectsAvgOnFloat8(t *testing.T) {
 func TestValidateAcceptsOtherOpsOnFloat8AndAvgElsewhere(t *testing.T) {
 	for typ := spec.DataType(0); typ < spec.NumTypes; typ++ {
 		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
-			if kind == spec.Avg && typ.IsFloat8() {
+			if !(spec.Op{Kind: kind}).DefinedFor(typ) {
 				continue
 			}
 			for _, c := range reducing(t, typ, kind) {
@@ -227,8 +227,12 @@ func TestValidateAcceptsOtherOpsOnFloat8AndAvgElsewhere(t *testing.T) {
 	}
 }
 
-func TestIsFloat8(t *testing.T) {
+func TestIsFloat8AndDefinedFor(t *testing.T) {
 	for typ := spec.DataType(-1); typ <= spec.NumTypes; typ++ {
-		require.Equal(t, typ == spec.Float8e4m3 || typ == spec.Float8e5m2, typ.IsFloat8(), "%s", typ)
+		fp8 := typ == spec.Float8e4m3 || typ == spec.Float8e5m2
+		require.Equal(t, fp8, typ.IsFloat8(), "%s", typ)
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			require.Equal(t, !fp8 || kind != spec.Avg, spec.Op{Kind: kind}.DefinedFor(typ), "%s on %s", spec.Op{Kind: kind}, typ)
+		}
 	}
 }
