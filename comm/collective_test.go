@@ -24,8 +24,9 @@ type shape struct {
 }
 
 func randomShape(rng *rand.Rand, coll spec.Collective, n int, count uint64) shape {
-	s := shape{coll: coll, count: count, dtype: spec.DataType(rng.IntN(int(spec.NumTypes))),
-		op: spec.OpKind(rng.IntN(int(spec.NumOps))), root: rng.IntN(n)}
+	dtype := spec.DataType(rng.IntN(int(spec.NumTypes)))
+	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.NumOps)))}, dtype)
+	s := shape{coll: coll, count: count, dtype: dtype, op: op.Kind, root: rng.IntN(n)}
 	s.matrix = make([][]uint64, n)
 	for p := range n {
 		s.matrix[p] = make([]uint64, n)

@@ -54,6 +54,8 @@ func TestInvalidArgumentsLeaveCommUsable(t *testing.T) {
 		{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: spec.Float32, Op: spec.Op{Kind: 77}},
 		{Coll: spec.Broadcast, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: spec.Float32, Root: 5},
 		{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 1 << 50, Type: spec.Float32},
+		{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: spec.Float8e4m3, Op: spec.Op{Kind: spec.Avg}},
+		{Coll: spec.ReduceScatter, Send: buf.addr(), Recv: buf.addr(), Count: 4, Type: spec.Float8e5m2, Op: spec.Op{Kind: spec.Avg}},
 	}
 	for i := range bad {
 		err := comms[0].Collective(&bad[i], 0)

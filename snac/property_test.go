@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"purlin/spec"
+	"purlin/spec/spectest"
 )
 
 var everyType = []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint32, spec.Int64, spec.Uint64,
@@ -35,7 +36,7 @@ func randomBytes(rng *rand.Rand) uint64 {
 func randomCalls(rng *rand.Rand, n int) []*spec.Call {
 	coll := spec.Collective(rng.IntN(int(spec.SendRecv)))
 	t := everyType[rng.IntN(len(everyType))]
-	op := spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.PreMulSum) + 1)), Scalar: float64(rng.IntN(5)) - 2}
+	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.PreMulSum) + 1)), Scalar: float64(rng.IntN(5)) - 2}, t)
 	count := randomBytes(rng) / uint64(t.Size())
 	if coll == spec.AllToAll || coll == spec.AllGather || coll == spec.ReduceScatter || coll == spec.Gather || coll == spec.Scatter {
 		count /= uint64(n) // per-rank slices: keep the total in range

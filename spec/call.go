@@ -78,7 +78,20 @@ func (c *Call) Validate() error {
 	if err := c.validatePointer("recvbuff", c.Recv, out); err != nil {
 		return err
 	}
+	if err := c.validateOpType(in); err != nil {
+		return err
+	}
 	return c.validateOverlap(in, out)
+}
+
+// validateOpType rejects an op NCCL does not define on the type (Avg on
+// the float8 types). NCCL discards an empty collective before it looks at
+// the op, so a reduction of no elements (in == 0) is accepted with any op.
+func (c *Call) validateOpType(in uint64) error {
+	if c.Coll.Reduces() && !c.Op.DefinedFor(c.Type) && in > 0 {
+		return invalid("%s: avg is not defined for %s (NCCL defines it for integers, float16, bfloat16, float32 and float64)", c.Coll, c.Type)
+	}
+	return nil
 }
 
 func (c *Call) sendRecvName() string {

@@ -168,3 +168,71 @@ func TestFromLayoutsEveryRow(t *testing.T) {
 	require.ErrorIs(t, err, spec.ErrNoCollective)
 	require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
 }
+
+// reducing returns a valid call of every reducing collective with op and typ.
+func reducing(t *testing.T, typ spec.DataType, kind spec.OpKind) []spec.Call {
+	var calls []spec.Call
+	for coll := spec.Collective(0); coll < spec.NumCollectives; coll++ {
+		if !coll.Reduces() {
+			continue
+		}
+		c := good()
+		c.Coll, c.Type, c.Op = coll, typ, spec.Op{Kind: kind, Scalar: 2}
+		if coll == spec.ReduceScatterV {
+			c.Counts, c.Displs = []uint64{4, 0, 4, 8}, []uint64{0, 4, 4, 8}
+		}
+		calls = append(calls, c)
+	}
+	require.NotEmpty(t, calls)
+	return calls
+}
+
+func TestValidateRejectsAvgOnFloat8(t *testing.T) {
+	for _, typ := range []spec.DataType{spec.Float8e4m3, spec.Float8e5m2} {
+		for _, c := range reducing(t, typ, spec.Avg) {
+			err := c.Validate()
+			require.Error(t, err, "%s", &c)
+			require.ErrorIs(t, err, errs.ErrInvalidArgument)
+			require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
+			require.Contains(t, err.Error(), c.Coll.String()+": avg is not defined for "+typ.String())
+			require.Contains(t, err.Error(), "integers, float16, bfloat16, float32 and float64")
+		}
+	}
+}
+
+func TestValidateAcceptsOtherOpsOnFloat8AndAvgElsewhere(t *testing.T) {
+	for typ := spec.DataType(0); typ < spec.NumTypes; typ++ {
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			if !(spec.Op{Kind: kind}).DefinedFor(typ) {
+				continue
+			}
+			for _, c := range reducing(t, typ, kind) {
+				require.NoError(t, c.Validate(), "%s", &c)
+			}
+		}
+	}
+	for _, typ := range []spec.DataType{spec.Float8e4m3, spec.Float8e5m2} {
+		// NCCL discards an empty collective before it looks at the op.
+		for _, c := range reducing(t, typ, spec.Avg) {
+			c.Count, c.Counts = 0, []uint64{0, 0, 0, 0}
+			if c.Coll != spec.ReduceScatterV {
+				c.Counts, c.Displs = nil, nil
+			}
+			require.NoError(t, c.Validate(), "empty %s", &c)
+		}
+		// Copies ignore the op.
+		c := good()
+		c.Coll, c.Type, c.Op.Kind, c.Send = spec.AllGather, typ, spec.Avg, c.Recv+16
+		require.NoError(t, c.Validate(), "%s", &c)
+	}
+}
+
+func TestIsFloat8AndDefinedFor(t *testing.T) {
+	for typ := spec.DataType(-1); typ <= spec.NumTypes; typ++ {
+		fp8 := typ == spec.Float8e4m3 || typ == spec.Float8e5m2
+		require.Equal(t, fp8, typ.IsFloat8(), "%s", typ)
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			require.Equal(t, !fp8 || kind != spec.Avg, spec.Op{Kind: kind}.DefinedFor(typ), "%s on %s", spec.Op{Kind: kind}, typ)
+		}
+	}
+}

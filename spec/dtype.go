@@ -56,5 +56,8 @@ func (t DataType) IsFloat() bool {
 	return false
 }
 
+// IsFloat8 reports whether t is one of the 8-bit floating-point types.
+func (t DataType) IsFloat8() bool { return t == Float8e4m3 || t == Float8e5m2 }
+
 // IsSigned reports whether t is a signed integer type.
 func (t DataType) IsSigned() bool { return t == Int8 || t == Int32 || t == Int64 }

@@ -35,6 +35,10 @@ type Op struct {
 // Valid reports whether op is a known kind.
 func (op Op) Valid() bool { return op.Kind >= 0 && op.Kind <= PreMulSum }
 
+// DefinedFor reports whether NCCL defines op on t: every kind on every
+// type, except Avg on the float8 types.
+func (op Op) DefinedFor(t DataType) bool { return op.Kind != Avg || !t.IsFloat8() }
+
 func (op Op) String() string {
 	if !op.Valid() {
 		return fmt.Sprintf("op(%d)", int32(op.Kind))

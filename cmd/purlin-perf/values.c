@@ -13,6 +13,10 @@ int op_by_name(const char* name) {
   return -1;
 }
 
+int op_defined(const dtype_t* t, int op) {
+  return op != OP_AVG || (t->nccl != ncclFloat8e4m3 && t->nccl != ncclFloat8e5m2);
+}
+
 static void add(valuegen_t* g, double v) {
   if (g->size >= VALUE_TABLE_MAX) return;
   g->value[g->size] = v;

@@ -16,6 +16,9 @@
 enum perf_op { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_AVG, OP_MULSUM, OP_NONE, NUM_PERF_OPS };
 extern const char* const op_names[NUM_PERF_OPS];
 int op_by_name(const char* name); /* -1 if unknown */
+/* Whether NCCL defines op on type t: all but avg on the float8 types (NCCL
+ * returns ncclInvalidArgument there). */
+int op_defined(const dtype_t* t, int op);
 
 /* Rank r's PreMulSum factor: MULSUM_SCALAR on even ranks, 1 on odd ones.
  * Ranks may pass different scalars (NCCL multiplies each rank's input by

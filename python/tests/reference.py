@@ -103,12 +103,17 @@ def reduce(inputs: List[np.ndarray], op, dtype: str, world_size: int) -> np.ndar
     raise ValueError(op)
 
 
+def op_defined(op, dtype: str) -> bool:
+    """Whether NCCL defines op on dtype: all but AVG on the float8 types (an InvalidArgument)."""
+    return not (op == purlin.AVG and dtype.startswith("float8"))
+
+
 def ops_for(dtype: str) -> list:
-    """Every op worth testing for dtype (premul_sum with exact scalars)."""
+    """Every op defined on dtype worth testing (premul_sum with exact scalars)."""
     ops = [purlin.SUM, purlin.PROD, purlin.MAX, purlin.MIN, purlin.AVG, purlin.premul_sum(3)]
     if is_float(dtype):
         ops.append(purlin.premul_sum(0.5))
-    return ops
+    return [op for op in ops if op_defined(op, dtype)]
 
 
 def assert_equal(actual: np.ndarray, expected: np.ndarray, what: str) -> None:

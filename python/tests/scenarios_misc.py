@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import purlin
-from reference import assert_equal, rank_op, reduce, values
+from reference import as_dtype, assert_equal, rank_op, reduce, values
 
 
 def grouped_collectives(comm, seed):
@@ -103,6 +103,26 @@ def library_rejects_overlap(comm):
     except purlin.PurlinError as exc:
         return type(exc).__name__, str(exc), exc.code, exc.library_message
     raise AssertionError("overlapping all_reduce buffers were accepted")
+
+
+def library_rejects_float8_avg(comm):
+    """AVG on a float8 type is NCCL's InvalidArgument; the communicator stays usable."""
+    seen = []
+    for dtype, call in (("float8_e4m3fn", "all_reduce"), ("float8_e5m2", "reduce_scatter")):
+        x = as_dtype(np.ones(4 * comm.world_size), dtype)
+        try:
+            if call == "all_reduce":
+                comm.all_reduce(x, op=purlin.AVG)
+            else:
+                comm.reduce_scatter(x, x[:4].copy(), op=purlin.AVG)
+        except purlin.PurlinError as exc:
+            seen.append((type(exc).__name__, str(exc), exc.code, exc.library_message))
+            continue
+        raise AssertionError(f"{call} {dtype} AVG was accepted")
+    x = np.full(4, comm.rank + 1, dtype=np.float32)
+    comm.all_reduce(x, op=purlin.AVG)
+    assert_equal(x, np.full(4, (comm.world_size + 1) / 2), "all_reduce float32 AVG after the rejected calls")
+    return seen
 
 
 def fresh_communicator(comm):

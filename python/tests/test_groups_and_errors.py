@@ -70,6 +70,18 @@ def test_library_errors_carry_the_library_message(clusters):
         assert "all_reduce on rank" in text
 
 
+def test_library_rejects_avg_on_float8(clusters):
+    pytest.importorskip("ml_dtypes")
+    for seen in clusters.run(2, "scenarios_misc.library_rejects_float8_avg"):
+        assert [s[0] for s in seen] == ["InvalidArgument"] * 2
+        assert [s[2] for s in seen] == [4, 4]
+        assert "AllReduce: avg is not defined for float8e4m3" in seen[0][3]
+        assert "ReduceScatter: avg is not defined for float8e5m2" in seen[1][3]
+        for _, text, _, library_message in seen:
+            assert library_message in text
+            assert "integers, float16, bfloat16, float32 and float64" in library_message
+
+
 def test_ranks_that_disagree_get_an_error(clusters):
     results = clusters.run(2, "scenarios_misc.mismatched_calls", timeout=40)
     assert any(r is not None for r in results), "no rank noticed the mismatch"

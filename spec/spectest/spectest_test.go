@@ -23,6 +23,9 @@ func TestReferenceAgreesWithNumericReduce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range everyType {
 		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			if !(spec.Op{Kind: kind}).DefinedFor(typ) {
+				continue // no collective reduces with it
+			}
 			for n := 1; n <= 8; n++ {
 				calls := make([]*spec.Call, n)
 				for r := range n {
@@ -96,4 +99,19 @@ func TestFillIsNeverAllZero(t *testing.T) {
 			require.Less(t, zero, 200, "%s %s", typ, kind)
 		}
 	}
+}
+
+func TestOpForKeepsDefinedOpsAndReplacesTheRest(t *testing.T) {
+	for _, typ := range everyType {
+		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+			op := spec.Op{Kind: kind, Scalar: -2}
+			got := spectest.OpFor(op, typ)
+			require.True(t, got.DefinedFor(typ), "%s on %s", op, typ)
+			require.Equal(t, op.Scalar, got.Scalar)
+			if op.DefinedFor(typ) {
+				require.Equal(t, op, got)
+			}
+		}
+	}
+	require.Equal(t, spec.Min, spectest.OpFor(spec.Op{Kind: spec.Avg}, spec.Float8e5m2).Kind)
 }

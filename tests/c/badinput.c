@@ -1,9 +1,10 @@
 /*
  * badinput.c: the bad-input suite. Rejected arguments (NULL pointers, huge
- * counts, bad dtype/op/root/peer, a destroyed communicator), ranks that
- * disagree on a call, a rank SIGKILLed mid-collective, and a fork() child
- * without exec: each must give an error, never a hang, a crash or a silently
- * wrong result, and the communicator must stay usable after a rejected argument.
+ * counts, bad dtype/op/root/peer, avg on a float8 type, a destroyed
+ * communicator), ranks that disagree on a call, a rank SIGKILLed
+ * mid-collective, and a fork() child without exec: each must give an error,
+ * never a hang, a crash or a silently wrong result, and the communicator
+ * must stay usable after a rejected argument.
  * PURLIN_TIMEOUT is 3 s here (unless set), so the failure tests are quick.
  */
 #include <ctype.h>
@@ -98,6 +99,12 @@ static void test_bad_arguments(void) {
                   "ncclAllReduce(op 5, never created)", "op");
   expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat32, (ncclRedOp_t)-1, c0, NULL), ncclInvalidArgument, c0,
                   "ncclAllReduce(op -1)", "op");
+  expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat8e4m3, ncclAvg, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclAllReduce(float8e4m3, avg)", "AllReduce: avg is not defined for float8e4m3");
+  expect_rejected(ncclReduceScatter(send, recv, 64, ncclFloat8e5m2, ncclAvg, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclReduceScatter(float8e5m2, avg)", "ReduceScatter: avg is not defined for float8e5m2");
+  expect_rejected(ncclReduce(send, recv, 64, ncclFloat8e5m2, ncclAvg, 1, c0, NULL), ncclInvalidArgument, c0,
+                  "ncclReduce(float8e5m2, avg)", "integers, float16, bfloat16, float32 and float64");
   expect_rejected(ncclBroadcast(send, recv, 64, ncclFloat32, 2, c0, NULL), ncclInvalidArgument, c0,
                   "ncclBroadcast(root 2 of 2)", "root");
   expect_rejected(ncclReduce(send, recv, 64, ncclFloat32, ncclSum, -1, c0, NULL), ncclInvalidArgument, c0,

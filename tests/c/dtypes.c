@@ -89,6 +89,7 @@ const char* dt_name(int dtype) {
 
 int dt_is_float(int dtype) { return dtype >= 6; }
 int dt_is_signed(int dtype) { return dtype == 0 || dtype == 2 || dtype == 4 || dt_is_float(dtype); }
+int dt_is_float8(int dtype) { return dtype == 10 || dtype == 11; }
 
 double dt_eps(int dtype) {
   if (dtype == 7) return ldexp(1.0, -23);

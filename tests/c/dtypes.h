@@ -16,6 +16,7 @@ size_t dt_size(int dtype);
 const char* dt_name(int dtype);
 int dt_is_float(int dtype);
 int dt_is_signed(int dtype);
+int dt_is_float8(int dtype);
 /* Relative precision (2^-mantissa bits) of a float type; 0 for integers. */
 double dt_eps(int dtype);
 /* Smallest positive (subnormal) value of a float type; 0 for integers. */

@@ -9,6 +9,13 @@ const char* op_name(int op) {
   return op >= 0 && op < OP_COUNT ? names[op] : "?";
 }
 
+int op_defined(int dtype, int op) { return op != OP_AVG || !dt_is_float8(dtype); }
+
+int op_for(int dtype, int op) {
+  while (!op_defined(dtype, op)) op = (op + OP_COUNT - 1) % OP_COUNT;
+  return op;
+}
+
 double ref_random_input(rng_t* r, int dtype, int op) {
   if (!dt_is_float(dtype)) {
     /* Small integers: sums and products stay exact in double, and wrap in

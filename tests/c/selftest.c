@@ -76,10 +76,22 @@ static void test_reductions(void) {
   EXPECT(ref_reduce(10, OP_SUM, xs, 4, &tol) == 2 && tol > 0 && tol < 0.5, "fp8 sum and its tolerance %g", tol);
 }
 
+/* Which ops NCCL defines on which types: all but avg on the float8 types. */
+static void test_op_defined(void) {
+  for (int dt = 0; dt < DT_COUNT; dt++)
+    for (int op = 0; op < OP_COUNT; op++) {
+      int want = !(op == OP_AVG && (dt == 10 || dt == 11));
+      EXPECT(op_defined(dt, op) == want, "op_defined(%s, %s) is %d", dt_name(dt), op_name(op), op_defined(dt, op));
+      EXPECT(op_for(dt, op) == (want ? op : OP_MIN), "op_for(%s, %s) is %s", dt_name(dt), op_name(op),
+             op_name(op_for(dt, op)));
+    }
+}
+
 int main(void) {
   harness_init("c-selftest", 60);
   RUN(test_encodings);
   RUN(test_roundtrip);
   RUN(test_reductions);
+  RUN(test_op_defined);
   return harness_finish();
 }

@@ -10,7 +10,9 @@ Programs come from program.py: calls of every collective, element type and
 reduction (PreMulSum with a scalar per rank, host-immediate or in device
 memory), counts from zero up, roots, in place or not, groups of several
 calls, four communicators (two inits and two splits), two streams, eager or
-captured in a CUDA graph. Each rank's buffers live in one arena with poisoned
+captured in a CUDA graph, and now and then a call NCCL rejects (avg on a
+float8 type), which every library must reject with ncclInvalidArgument,
+writing nothing. Each rank's buffers live in one arena with poisoned
 guards; before a run the arena is staged (inputs, poisoned outputs), after
 it the whole arena is read back and checked: every defined output against
 the float64 reference (program.py: bit for bit where no summation order can
@@ -178,9 +180,27 @@ class Session:
                 self.lib.redop_destroy(handle, self.comms[p.ops[j].comm][g])
                 del redops[(j, g)]
 
+    def _reject(self, p: prog.Program, lays, j: int, g: int, redops) -> None:
+        """Issues call j, which NCCL rejects (program.Op.rejected), outside any group: it must
+        return ncclInvalidArgument before it starts anything."""
+        try:
+            self._issue(p, lays, j, g, redops)
+        except NCCLError as exc:
+            if exc.result == prog.INVALID_ARGUMENT:
+                return
+            raise
+        self.broken = (f"rank {g}: call {j} ({p.ops[j].describe()}) returned 0; "
+                       f"NCCL returns ncclInvalidArgument ({prog.INVALID_ARGUMENT})")
+        raise Failed(self.broken, False)
+
     def _steps(self, p: prog.Program, lays, redops) -> None:
         j = 0
         for step in p.steps:
+            if step[0].rejected:  # alone in its step (program.py)
+                for g in self.ranks:
+                    self._reject(p, lays, j, g, redops)
+                j += 1
+                continue
             grouped = len(step) > 1 or len(self.ranks) > 1 or any(op.kind == "sendrecv" for op in step)
             first = j
             if grouped:
@@ -415,6 +435,7 @@ def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report
             rep.counts["calls"] += len(p.ops)
             rep.counts["graph programs"] += p.graph
             rep.counts["premulsum calls"] += sum(op.redop == "premulsum" for op in p.ops)
+            rep.counts["rejected calls"] += sum(op.rejected for op in p.ops)
         if issues:
             rep.counts["failing program runs"] += 1
             head = f"difftest FAIL ranks {ranks}: {p.describe()}"

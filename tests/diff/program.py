@@ -7,7 +7,10 @@ reduction (PreMulSum with a scalar per rank, read at once from host memory
 or from device memory while the call runs), a root, in place or not, one of
 four communicators and one of two streams. A program runs eagerly or
 captured in a CUDA graph and replayed twice (with new inputs and new
-device-resident scalars before each replay).
+device-resident scalars before each replay). A call NCCL rejects (avg on a
+float8 type, about one call in a hundred) is a step of its own, made outside
+any group: every rank's call must return ncclInvalidArgument and write
+nothing, and the calls after it must run as usual.
 
 generate(seed, index, ...) gives the same program for the same arguments on
 any machine, and every rank's input is a function of (seed, index, call,
@@ -35,6 +38,8 @@ from codec import DType
 REDOPS = ["sum", "prod", "max", "min", "avg", "premulsum"]
 # ncclRedOp_t of the built-in ops (a PreMulSum op comes from ncclRedOpCreatePreMulSum).
 REDOP_CODES = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+# ncclResult_t of a call NCCL rejects (Op.rejected).
+INVALID_ARGUMENT = 4
 # ncclScalarResidence_t.
 RESIDENCE_CODES = {"device": 0, "host": 1}
 # Scalars exact in every type (float8 e5m2 has two mantissa bits).
@@ -108,13 +113,20 @@ class Op:
     def k(self) -> Kind:
         return KINDS[self.kind]
 
+    @property
+    def rejected(self) -> bool:
+        """Whether NCCL returns ncclInvalidArgument for the call: avg on a float8 type (NCCL
+        defines avg for integers, float16, bfloat16, float32 and float64). An empty
+        collective is discarded before NCCL looks at its op, so it runs."""
+        return self.redop == "avg" and self.dtype.startswith("float8") and self.count > 0
+
     def describe(self) -> str:
         parts = [self.kind, self.dtype, f"count={self.count}"]
         if self.redop == "premulsum":
             per = " ".join("/".join(f"{s[g]:g}" for s in self.scalars) for g in range(len(self.scalars[0])))
             parts.append(f"premulsum({self.residence}; scalars by rank {per})")
         elif self.redop:
-            parts.append(self.redop)
+            parts.append(self.redop + (" (rejected)" if self.rejected else ""))
         if self.kind == "sendrecv":
             parts.append(f"shift={self.root}")
         elif self.k.rooted:
@@ -229,6 +241,17 @@ def _without(op: Op, without: frozenset) -> None:
         op.scalars = tuple((s[0],) * len(s) for s in op.scalars)
 
 
+def _rejected_alone(step: List[Op]) -> List[List[Op]]:
+    """step cut so that every rejected call is a step of its own, in call order."""
+    steps: List[List[Op]] = [[]]
+    for op in step:
+        if op.rejected:
+            steps += [[op], []]
+        else:
+            steps[-1].append(op)
+    return [s for s in steps if s]
+
+
 def generate(seed: int, index: int, nranks: int, max_count: int = 1 << 19,
              max_bytes: int = 48 << 20, max_calls: int = 8, without: frozenset = frozenset()) -> Program:
     """Program index of seed; max_bytes bounds one rank's buffers (counts shrink to fit);
@@ -249,7 +272,7 @@ def generate(seed: int, index: int, nranks: int, max_count: int = 1 << 19,
             used += op_bytes(op, nranks)
             step.append(op)
         calls -= len(step)
-        steps.append(step)
+        steps += _rejected_alone(step)
     early = not graph and rng.random() < 0.3
     if "graphs" in without:
         graph = False
@@ -372,7 +395,7 @@ def expect(program: Program, inputs: Inputs, j: int, rank: int, replay: int) -> 
     m, k, c = len(group), group.index(rank), op.count
     parts = [inputs.get(j, g, replay) for g in group]
     name = op.kind
-    if op.k.rooted and k != op.root and name in ("reduce", "gather"):
+    if op.rejected or (op.k.rooted and k != op.root and name in ("reduce", "gather")):
         return None
     if name in ("allreduce", "reduce"):
         return reduce(op, parts, [scalar(op, g, replay) for g in group])
@@ -469,6 +492,8 @@ def layout(program: Program, rank: int) -> Layout:
             b = Buffers(send, recv, (send, n_in), (recv, n_out) if defined else None,
                         [] if defined else [(recv, n_out)])
             pos = recv + n_out + GUARD
+        if op.rejected:  # the call must write nothing
+            b.output, b.free = None, []
         if op.redop == "premulsum" and op.residence == "device":
             b.scalar = _align(pos)
             pos = b.scalar + 8 + GUARD
