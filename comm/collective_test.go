@@ -25,7 +25,7 @@ type shape struct {
 
 func randomShape(rng *rand.Rand, coll spec.Collective, n int, count uint64) shape {
 	dtype := spec.DataType(rng.IntN(int(spec.NumTypes)))
-	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.NumOps)))}, dtype)
+	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.NumOps)))}, dtype, n)
 	s := shape{coll: coll, count: count, dtype: dtype, op: op.Kind, root: rng.IntN(n)}
 	s.matrix = make([][]uint64, n)
 	for p := range n {

@@ -36,7 +36,7 @@ func randomBytes(rng *rand.Rand) uint64 {
 func randomCalls(rng *rand.Rand, n int) []*spec.Call {
 	coll := spec.Collective(rng.IntN(int(spec.SendRecv)))
 	t := everyType[rng.IntN(len(everyType))]
-	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.PreMulSum) + 1)), Scalar: float64(rng.IntN(5)) - 2}, t)
+	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.PreMulSum) + 1)), Scalar: float64(rng.IntN(5)) - 2}, t, n)
 	count := randomBytes(rng) / uint64(t.Size())
 	if coll == spec.AllToAll || coll == spec.AllGather || coll == spec.ReduceScatter || coll == spec.Gather || coll == spec.Scatter {
 		count /= uint64(n) // per-rank slices: keep the total in range

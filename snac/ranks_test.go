@@ -67,7 +67,7 @@ func TestEveryCollectiveEveryRegimeAtFourAndEightRanks(t *testing.T) {
 			seen := map[snac.Regime]bool{}
 			for i, bytes := range regimeLadder {
 				typ := everyType[(i+3*int(coll)+n)%len(everyType)]
-				op := spectest.OpFor(spec.Op{Kind: spec.OpKind((i + int(coll)) % (int(spec.PreMulSum) + 1)), Scalar: -2}, typ)
+				op := spectest.OpFor(spec.Op{Kind: spec.OpKind((i + int(coll)) % (int(spec.PreMulSum) + 1)), Scalar: -2}, typ, n)
 				calls := ladderCalls(n, coll, typ, op, bytes, (i*3+int(coll))%n)
 				plan, err := snac.Build(calls[0], w.rankTopo(0))
 				require.NoError(t, err, "n=%d %s", n, describe(calls, false))

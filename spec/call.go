@@ -84,12 +84,13 @@ func (c *Call) Validate() error {
 	return c.validateOverlap(in, out)
 }
 
-// validateOpType rejects an op NCCL does not define on the type (Avg on
-// the float8 types). NCCL discards an empty collective before it looks at
+// validateOpType rejects an op NCCL does not run on the type across the
+// communicator's ranks (Op.DefinedFor: avg and premulsum on the float8
+// types on one rank). NCCL discards an empty collective before it looks at
 // the op, so a reduction of no elements (in == 0) is accepted with any op.
 func (c *Call) validateOpType(in uint64) error {
-	if c.Coll.Reduces() && !c.Op.DefinedFor(c.Type) && in > 0 {
-		return invalid("%s: avg is not defined for %s (NCCL defines it for integers, float16, bfloat16, float32 and float64)", c.Coll, c.Type)
+	if c.Coll.Reduces() && !c.Op.DefinedFor(c.Type, c.NRanks) && in > 0 {
+		return invalid("%s: %s on %s is not supported on a one-rank communicator (as in NCCL)", c.Coll, c.Op, c.Type)
 	}
 	return nil
 }

@@ -169,17 +169,18 @@ func TestFromLayoutsEveryRow(t *testing.T) {
 	require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
 }
 
-// reducing returns a valid call of every reducing collective with op and typ.
-func reducing(t *testing.T, typ spec.DataType, kind spec.OpKind) []spec.Call {
+// reducing returns a valid call of every reducing collective with op and
+// typ by rank 0 of nranks (1 or 4).
+func reducing(t *testing.T, typ spec.DataType, kind spec.OpKind, nranks int) []spec.Call {
 	var calls []spec.Call
 	for coll := spec.Collective(0); coll < spec.NumCollectives; coll++ {
 		if !coll.Reduces() {
 			continue
 		}
 		c := good()
-		c.Coll, c.Type, c.Op = coll, typ, spec.Op{Kind: kind, Scalar: 2}
+		c.Coll, c.Type, c.Op, c.Rank, c.NRanks = coll, typ, spec.Op{Kind: kind, Scalar: 2}, 0, nranks
 		if coll == spec.ReduceScatterV {
-			c.Counts, c.Displs = []uint64{4, 0, 4, 8}, []uint64{0, 4, 4, 8}
+			c.Counts, c.Displs = []uint64{4, 0, 4, 8}[:nranks], []uint64{0, 4, 4, 8}[:nranks]
 		}
 		calls = append(calls, c)
 	}
@@ -187,43 +188,49 @@ func reducing(t *testing.T, typ spec.DataType, kind spec.OpKind) []spec.Call {
 	return calls
 }
 
-func TestValidateRejectsAvgOnFloat8(t *testing.T) {
+func TestValidateRejectsAvgAndPreMulSumOnFloat8OnOneRank(t *testing.T) {
 	for _, typ := range []spec.DataType{spec.Float8e4m3, spec.Float8e5m2} {
-		for _, c := range reducing(t, typ, spec.Avg) {
-			err := c.Validate()
-			require.Error(t, err, "%s", &c)
-			require.ErrorIs(t, err, errs.ErrInvalidArgument)
-			require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
-			require.Contains(t, err.Error(), c.Coll.String()+": avg is not defined for "+typ.String())
-			require.Contains(t, err.Error(), "integers, float16, bfloat16, float32 and float64")
+		for _, kind := range []spec.OpKind{spec.Avg, spec.PreMulSum} {
+			for _, c := range reducing(t, typ, kind, 1) {
+				err := c.Validate()
+				require.Error(t, err, "%s", &c)
+				require.ErrorIs(t, err, errs.ErrInvalidArgument)
+				require.Equal(t, errs.InvalidArgument, errs.CodeOf(err))
+				require.Contains(t, err.Error(), c.Coll.String()+": "+c.Op.String()+" on "+typ.String()+
+					" is not supported on a one-rank communicator")
+			}
 		}
 	}
 }
 
-func TestValidateAcceptsOtherOpsOnFloat8AndAvgElsewhere(t *testing.T) {
-	for typ := spec.DataType(0); typ < spec.NumTypes; typ++ {
-		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
-			if !(spec.Op{Kind: kind}).DefinedFor(typ) {
-				continue
-			}
-			for _, c := range reducing(t, typ, kind) {
-				require.NoError(t, c.Validate(), "%s", &c)
+func TestValidateAcceptsEveryOpOnEveryTypeElsewhere(t *testing.T) {
+	for _, nranks := range []int{1, 4} {
+		for typ := spec.DataType(0); typ < spec.NumTypes; typ++ {
+			for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
+				if nranks == 1 && typ.IsFloat8() && (kind == spec.Avg || kind == spec.PreMulSum) {
+					continue
+				}
+				for _, c := range reducing(t, typ, kind, nranks) {
+					require.NoError(t, c.Validate(), "%s", &c)
+				}
 			}
 		}
 	}
 	for _, typ := range []spec.DataType{spec.Float8e4m3, spec.Float8e5m2} {
-		// NCCL discards an empty collective before it looks at the op.
-		for _, c := range reducing(t, typ, spec.Avg) {
-			c.Count, c.Counts = 0, []uint64{0, 0, 0, 0}
-			if c.Coll != spec.ReduceScatterV {
-				c.Counts, c.Displs = nil, nil
+		for _, kind := range []spec.OpKind{spec.Avg, spec.PreMulSum} {
+			// NCCL discards an empty collective before it looks at the op.
+			for _, c := range reducing(t, typ, kind, 1) {
+				c.Count, c.Counts = 0, []uint64{0}
+				if c.Coll != spec.ReduceScatterV {
+					c.Counts, c.Displs = nil, nil
+				}
+				require.NoError(t, c.Validate(), "empty %s", &c)
 			}
-			require.NoError(t, c.Validate(), "empty %s", &c)
+			// Copies ignore the op.
+			c := good()
+			c.Coll, c.Type, c.Op.Kind, c.Send, c.Rank, c.NRanks = spec.AllGather, typ, kind, c.Recv, 0, 1
+			require.NoError(t, c.Validate(), "%s", &c)
 		}
-		// Copies ignore the op.
-		c := good()
-		c.Coll, c.Type, c.Op.Kind, c.Send = spec.AllGather, typ, spec.Avg, c.Recv+16
-		require.NoError(t, c.Validate(), "%s", &c)
 	}
 }
 
@@ -232,7 +239,12 @@ func TestIsFloat8AndDefinedFor(t *testing.T) {
 		fp8 := typ == spec.Float8e4m3 || typ == spec.Float8e5m2
 		require.Equal(t, fp8, typ.IsFloat8(), "%s", typ)
 		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
-			require.Equal(t, !fp8 || kind != spec.Avg, spec.Op{Kind: kind}.DefinedFor(typ), "%s on %s", spec.Op{Kind: kind}, typ)
+			op := spec.Op{Kind: kind}
+			scaled := kind == spec.Avg || kind == spec.PreMulSum
+			require.Equal(t, !fp8 || !scaled, op.DefinedFor(typ, 1), "%s on %s, one rank", op, typ)
+			for _, n := range []int{2, 3, 8} {
+				require.True(t, op.DefinedFor(typ, n), "%s on %s, %d ranks", op, typ, n)
+			}
 		}
 	}
 }

@@ -35,9 +35,15 @@ type Op struct {
 // Valid reports whether op is a known kind.
 func (op Op) Valid() bool { return op.Kind >= 0 && op.Kind <= PreMulSum }
 
-// DefinedFor reports whether NCCL defines op on t: every kind on every
-// type, except Avg on the float8 types.
-func (op Op) DefinedFor(t DataType) bool { return op.Kind != Avg || !t.IsFloat8() }
+// DefinedFor reports whether NCCL runs a reduction with op on t across
+// nranks ranks: every kind on every type, except Avg and PreMulSum on the
+// float8 types when nranks is 1. A one-rank NCCL communicator copies the
+// input for every op but those two (Avg on a floating type is PreMulSum by
+// 1/nranks there), and its one-rank PreMulSum kernel has no float8 case, so
+// NCCL returns ncclInvalidArgument; with two or more ranks it reduces them.
+func (op Op) DefinedFor(t DataType, nranks int) bool {
+	return nranks > 1 || !t.IsFloat8() || (op.Kind != Avg && op.Kind != PreMulSum)
+}
 
 func (op Op) String() string {
 	if !op.Valid() {

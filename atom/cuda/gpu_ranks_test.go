@@ -83,7 +83,7 @@ func TestGPUEveryCollectiveAtEveryRankCount(t *testing.T) {
 				for _, perRank := range []uint64{40, 3000, 100 << 10, 1536 << 10} {
 					for range 2 {
 						typ := everyGPUType[i%len(everyGPUType)]
-						op := spectest.OpFor(spec.Op{Kind: spec.OpKind(i % (int(spec.PreMulSum) + 1)), Scalar: 3}, typ)
+						op := spectest.OpFor(spec.Op{Kind: spec.OpKind(i % (int(spec.PreMulSum) + 1)), Scalar: 3}, typ, n)
 						runChecked(t, ranks, coll, typ, op, perRank, rng)
 						i++
 					}

@@ -128,9 +128,10 @@ static int run(session_t* s, const char* which) {
       if (s->opt.type && s->opt.type != t) continue;
       for (int op = 0; op < OP_NONE; op++) {
         if (coll->reduces && s->opt.op >= 0 && op != s->opt.op) continue;
-        if (coll->reduces && !op_defined(t, op)) {
+        if (coll->reduces && !op_defined(t, op, s->opt.nranks)) {
           if (s->printer && s->opt.op == op)
-            printf("# %s %s %s: skipped, NCCL does not define %s on %s\n", coll->name, t->name, op_names[op], op_names[op], t->name);
+            printf("# %s %s %s: skipped, NCCL does not run %s on %s on one rank\n", coll->name, t->name, op_names[op],
+                   op_names[op], t->name);
           continue;
         }
         bench_collective(s, coll, t, coll->reduces ? op : OP_NONE);

@@ -13,8 +13,8 @@ int op_by_name(const char* name) {
   return -1;
 }
 
-int op_defined(const dtype_t* t, int op) {
-  return op != OP_AVG || (t->nccl != ncclFloat8e4m3 && t->nccl != ncclFloat8e5m2);
+int op_defined(const dtype_t* t, int op, int nranks) {
+  return nranks > 1 || (op != OP_AVG && op != OP_MULSUM) || (t->nccl != ncclFloat8e4m3 && t->nccl != ncclFloat8e5m2);
 }
 
 static void add(valuegen_t* g, double v) {

@@ -16,9 +16,10 @@
 enum perf_op { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_AVG, OP_MULSUM, OP_NONE, NUM_PERF_OPS };
 extern const char* const op_names[NUM_PERF_OPS];
 int op_by_name(const char* name); /* -1 if unknown */
-/* Whether NCCL defines op on type t: all but avg on the float8 types (NCCL
+/* Whether NCCL reduces type t with op across nranks ranks: all, but avg and
+ * PreMulSum on the float8 types only on two or more (on one rank NCCL
  * returns ncclInvalidArgument there). */
-int op_defined(const dtype_t* t, int op);
+int op_defined(const dtype_t* t, int op, int nranks);
 
 /* Rank r's PreMulSum factor: MULSUM_SCALAR on even ranks, 1 on odd ones.
  * Ranks may pass different scalars (NCCL multiplies each rank's input by

@@ -103,17 +103,20 @@ def reduce(inputs: List[np.ndarray], op, dtype: str, world_size: int) -> np.ndar
     raise ValueError(op)
 
 
-def op_defined(op, dtype: str) -> bool:
-    """Whether NCCL defines op on dtype: all but AVG on the float8 types (an InvalidArgument)."""
-    return not (op == purlin.AVG and dtype.startswith("float8"))
+def op_defined(op, dtype: str, world_size: int) -> bool:
+    """Whether NCCL reduces dtype with op across world_size ranks: all, but AVG and
+    premul_sum on the float8 types only on two or more (one rank: InvalidArgument)."""
+    scaled = op == purlin.AVG or isinstance(op, purlin.PreMulSum)
+    return world_size > 1 or not (scaled and dtype.startswith("float8"))
 
 
-def ops_for(dtype: str) -> list:
-    """Every op defined on dtype worth testing (premul_sum with exact scalars)."""
+def ops_for(dtype: str, world_size: int) -> list:
+    """Every op NCCL reduces dtype with across world_size ranks worth testing
+    (premul_sum with exact scalars)."""
     ops = [purlin.SUM, purlin.PROD, purlin.MAX, purlin.MIN, purlin.AVG, purlin.premul_sum(3)]
     if is_float(dtype):
         ops.append(purlin.premul_sum(0.5))
-    return [op for op in ops if op_defined(op, dtype)]
+    return [op for op in ops if op_defined(op, dtype, world_size)]
 
 
 def assert_equal(actual: np.ndarray, expected: np.ndarray, what: str) -> None:

@@ -21,7 +21,7 @@ def _all_inputs(comm, count, dtype, seed, op=purlin.SUM):
 
 
 def all_reduce(comm, dtype, count, seed):
-    for op in ops_for(dtype):
+    for op in ops_for(dtype, comm.world_size):
         expected = reduce(_all_inputs(comm, count, dtype, seed, op), op, dtype, comm.world_size)
         send = _input(comm, comm.rank, count, dtype, seed, op)
         original = send.copy()
@@ -60,7 +60,7 @@ def reduce_to_roots(comm, dtype, count, seed):
 
 def reduce_scatter(comm, dtype, count, seed):
     n = comm.world_size
-    for op in ops_for(dtype):
+    for op in ops_for(dtype, comm.world_size):
         expected = reduce(_all_inputs(comm, count * n, dtype, seed, op), op, dtype, n)
         send = _input(comm, comm.rank, count * n, dtype, seed, op).reshape(n, count)
         recv = np.zeros(count, dtype=send.dtype)

@@ -105,20 +105,33 @@ def library_rejects_overlap(comm):
     raise AssertionError("overlapping all_reduce buffers were accepted")
 
 
-def library_rejects_float8_avg(comm):
-    """AVG on a float8 type is NCCL's InvalidArgument; the communicator stays usable."""
+def float8_avg_and_premul_sum(comm):
+    """AVG and premul_sum on a float8 type: NCCL's InvalidArgument on a one-rank
+    communicator, which stays usable; reduced as usual on more ranks. Returns
+    (type, text, code, library message) per call, None where it ran."""
     seen = []
-    for dtype, call in (("float8_e4m3fn", "all_reduce"), ("float8_e5m2", "reduce_scatter")):
-        x = as_dtype(np.ones(4 * comm.world_size), dtype)
-        try:
-            if call == "all_reduce":
-                comm.all_reduce(x, op=purlin.AVG)
-            else:
-                comm.reduce_scatter(x, x[:4].copy(), op=purlin.AVG)
-        except purlin.PurlinError as exc:
-            seen.append((type(exc).__name__, str(exc), exc.code, exc.library_message))
-            continue
-        raise AssertionError(f"{call} {dtype} AVG was accepted")
+    for dtype in ("float8_e4m3fn", "float8_e5m2"):
+        for op in (purlin.AVG, purlin.premul_sum(2)):
+            for call in ("all_reduce", "reduce", "reduce_scatter"):
+                inputs = [np.full(4 * comm.world_size, r + 1.0) for r in range(comm.world_size)]
+                x = as_dtype(inputs[comm.rank], dtype)
+                mine = rank_op(op, comm.rank)  # premul_sum: each rank its own scalar
+                try:
+                    if call == "all_reduce":
+                        got = comm.all_reduce(x, op=mine)
+                    elif call == "reduce":
+                        got = comm.reduce(x, op=mine)
+                    else:
+                        got = comm.reduce_scatter(x, x[:4].copy(), op=mine)
+                except purlin.PurlinError as exc:
+                    seen.append((type(exc).__name__, str(exc), exc.code, exc.library_message))
+                    continue
+                seen.append(None)
+                want = reduce(inputs, op, dtype, comm.world_size)
+                if call == "reduce_scatter":
+                    want = want[4 * comm.rank:4 * comm.rank + 4]
+                if call != "reduce" or comm.rank == 0:
+                    assert_equal(got, want, f"{call} {dtype} {op}")
     x = np.full(4, comm.rank + 1, dtype=np.float32)
     comm.all_reduce(x, op=purlin.AVG)
     assert_equal(x, np.full(4, (comm.world_size + 1) / 2), "all_reduce float32 AVG after the rejected calls")

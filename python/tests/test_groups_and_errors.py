@@ -70,16 +70,19 @@ def test_library_errors_carry_the_library_message(clusters):
         assert "all_reduce on rank" in text
 
 
-def test_library_rejects_avg_on_float8(clusters):
+def test_float8_avg_and_premul_sum_rejected_only_on_one_rank(clusters):
     pytest.importorskip("ml_dtypes")
-    for seen in clusters.run(2, "scenarios_misc.library_rejects_float8_avg"):
-        assert [s[0] for s in seen] == ["InvalidArgument"] * 2
-        assert [s[2] for s in seen] == [4, 4]
-        assert "AllReduce: avg is not defined for float8e4m3" in seen[0][3]
-        assert "ReduceScatter: avg is not defined for float8e5m2" in seen[1][3]
-        for _, text, _, library_message in seen:
-            assert library_message in text
-            assert "integers, float16, bfloat16, float32 and float64" in library_message
+    [seen] = clusters.run(1, "scenarios_misc.float8_avg_and_premul_sum")
+    assert len(seen) == 12 and all(s is not None for s in seen), seen
+    for kind, text, code, library_message in seen:
+        assert (kind, code) == ("InvalidArgument", 4)
+        assert library_message in text
+        assert "is not supported on a one-rank communicator" in library_message
+    assert "AllReduce: avg on float8e4m3" in seen[0][3]
+    assert "Reduce: premulsum on float8e4m3" in seen[4][3]
+    assert "ReduceScatter: avg on float8e5m2" in seen[8][3]
+    for seen in clusters.run(2, "scenarios_misc.float8_avg_and_premul_sum"):
+        assert seen == [None] * 12
 
 
 def test_ranks_that_disagree_get_an_error(clusters):

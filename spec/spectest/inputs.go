@@ -80,12 +80,13 @@ func RankOp(op spec.Op, r int) spec.Op {
 
 var rankFactors = [...]float64{1, -1.5, 0.5, 2}
 
-// OpFor is op where NCCL defines it on t, else the previous kind that is
-// defined (Avg on a float8 type becomes Min, built into NCCL as Avg is),
-// keeping op's scalar: for tests that cycle or draw ops and types
-// independently, so every call they make is valid.
-func OpFor(op spec.Op, t spec.DataType) spec.Op {
-	for !op.DefinedFor(t) {
+// OpFor is op where NCCL runs it on t across nranks ranks
+// (spec.Op.DefinedFor), else the previous kind that is (on a one-rank
+// communicator, PreMulSum and Avg on a float8 type become Min, built into
+// NCCL as Avg is), keeping op's scalar: for tests that cycle or draw ops,
+// types and rank counts independently, so every call they make is valid.
+func OpFor(op spec.Op, t spec.DataType, nranks int) spec.Op {
+	for !op.DefinedFor(t, nranks) {
 		op.Kind = (op.Kind + spec.PreMulSum) % (spec.PreMulSum + 1)
 	}
 	return op

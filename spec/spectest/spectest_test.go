@@ -23,10 +23,10 @@ func TestReferenceAgreesWithNumericReduce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range everyType {
 		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
-			if !(spec.Op{Kind: kind}).DefinedFor(typ) {
-				continue // no collective reduces with it
-			}
 			for n := 1; n <= 8; n++ {
+				if !(spec.Op{Kind: kind}).DefinedFor(typ, n) {
+					continue // no collective reduces with it
+				}
 				calls := make([]*spec.Call, n)
 				for r := range n {
 					op := spec.Op{Kind: kind, Scalar: []float64{1.5, -2, 0.3, 3}[r%4]}
@@ -104,14 +104,19 @@ func TestFillIsNeverAllZero(t *testing.T) {
 func TestOpForKeepsDefinedOpsAndReplacesTheRest(t *testing.T) {
 	for _, typ := range everyType {
 		for kind := spec.Sum; kind <= spec.PreMulSum; kind++ {
-			op := spec.Op{Kind: kind, Scalar: -2}
-			got := spectest.OpFor(op, typ)
-			require.True(t, got.DefinedFor(typ), "%s on %s", op, typ)
-			require.Equal(t, op.Scalar, got.Scalar)
-			if op.DefinedFor(typ) {
-				require.Equal(t, op, got)
+			for _, n := range []int{1, 2, 5} {
+				op := spec.Op{Kind: kind, Scalar: -2}
+				got := spectest.OpFor(op, typ, n)
+				require.True(t, got.DefinedFor(typ, n), "%s on %s, %d ranks", op, typ, n)
+				require.Equal(t, op.Scalar, got.Scalar)
+				if op.DefinedFor(typ, n) {
+					require.Equal(t, op, got)
+				}
 			}
 		}
 	}
-	require.Equal(t, spec.Min, spectest.OpFor(spec.Op{Kind: spec.Avg}, spec.Float8e5m2).Kind)
+	for _, kind := range []spec.OpKind{spec.Avg, spec.PreMulSum} {
+		require.Equal(t, spec.Min, spectest.OpFor(spec.Op{Kind: kind}, spec.Float8e5m2, 1).Kind)
+		require.Equal(t, kind, spectest.OpFor(spec.Op{Kind: kind}, spec.Float8e5m2, 2).Kind)
+	}
 }

@@ -1,7 +1,7 @@
 /*
  * badinput.c: the bad-input suite. Rejected arguments (NULL pointers, huge
- * counts, bad dtype/op/root/peer, avg on a float8 type, a destroyed
- * communicator), ranks that disagree on a call, a rank SIGKILLed
+ * counts, bad dtype/op/root/peer, avg or PreMulSum on a float8 type on a
+ * one-rank communicator, a destroyed communicator), ranks that disagree on a call, a rank SIGKILLed
  * mid-collective, and a fork() child without exec: each must give an error,
  * never a hang, a crash or a silently wrong result, and the communicator
  * must stay usable after a rejected argument.
@@ -19,6 +19,7 @@
 #include "badinput.h"
 #include "clique.h"
 #include "coll.h"
+#include "dtypes.h"
 #include "harness.h"
 #include "procs.h"
 #include "reference.h"
@@ -99,12 +100,6 @@ static void test_bad_arguments(void) {
                   "ncclAllReduce(op 5, never created)", "op");
   expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat32, (ncclRedOp_t)-1, c0, NULL), ncclInvalidArgument, c0,
                   "ncclAllReduce(op -1)", "op");
-  expect_rejected(ncclAllReduce(send, recv, 64, ncclFloat8e4m3, ncclAvg, c0, NULL), ncclInvalidArgument, c0,
-                  "ncclAllReduce(float8e4m3, avg)", "AllReduce: avg is not defined for float8e4m3");
-  expect_rejected(ncclReduceScatter(send, recv, 64, ncclFloat8e5m2, ncclAvg, c0, NULL), ncclInvalidArgument, c0,
-                  "ncclReduceScatter(float8e5m2, avg)", "ReduceScatter: avg is not defined for float8e5m2");
-  expect_rejected(ncclReduce(send, recv, 64, ncclFloat8e5m2, ncclAvg, 1, c0, NULL), ncclInvalidArgument, c0,
-                  "ncclReduce(float8e5m2, avg)", "integers, float16, bfloat16, float32 and float64");
   expect_rejected(ncclBroadcast(send, recv, 64, ncclFloat32, 2, c0, NULL), ncclInvalidArgument, c0,
                   "ncclBroadcast(root 2 of 2)", "root");
   expect_rejected(ncclReduce(send, recv, 64, ncclFloat32, ncclSum, -1, c0, NULL), ncclInvalidArgument, c0,
@@ -115,6 +110,53 @@ static void test_bad_arguments(void) {
   expect_rejected(ncclCommCount(c0, NULL), ncclInvalidArgument, c0, "ncclCommCount(count NULL)", NULL);
   expect_rejected(ncclCommCount(NULL, &count), ncclInvalidArgument, NULL, "ncclCommCount(comm NULL)", NULL);
   expect_usable(&q, "rejected arguments");
+  clique_destroy(&q);
+}
+
+/* As NCCL: avg and PreMulSum on a float8 type are rejected on a one-rank
+ * communicator (its one-rank path has no float8 PreMulSum, and avg is
+ * PreMulSum by 1/nranks there), the comm staying usable; an empty call is
+ * discarded first, so it succeeds. On two ranks both reduce correctly. */
+static void test_float8_avg_premulsum(void) {
+  clique q;
+  if (clique_init(&q, 1) != 0) return;
+  ncclComm_t c0 = q.comms[0];
+  uint8_t send[64] = {0}, recv[64];
+  uint8_t one_e4m3 = 0x38, one_e5m2 = 0x3c; /* 1.0 */
+  ncclRedOp_t premul[2];
+  if (ncclRedOpCreatePreMulSum(&premul[0], &one_e4m3, ncclFloat8e4m3, ncclScalarHostImmediate, c0) != ncclSuccess ||
+      ncclRedOpCreatePreMulSum(&premul[1], &one_e5m2, ncclFloat8e5m2, ncclScalarHostImmediate, c0) != ncclSuccess) {
+    FAILF("ncclRedOpCreatePreMulSum: %s", ncclGetLastError(c0));
+    clique_destroy(&q);
+    return;
+  }
+  static const char* const word = "not supported on a one-rank communicator";
+  for (int k = 0; k < 2; k++) {
+    ncclDataType_t dt = k ? ncclFloat8e5m2 : ncclFloat8e4m3;
+    ncclRedOp_t ops[2] = {ncclAvg, premul[k]};
+    for (int j = 0; j < 2; j++) {
+      char what[96];
+      snprintf(what, sizeof what, "one rank, %s, %s", dt_name(dt), j ? "premulsum" : "avg");
+      expect_rejected(ncclAllReduce(send, recv, 64, dt, ops[j], c0, NULL), ncclInvalidArgument, c0, what, word);
+      expect_rejected(ncclReduce(send, recv, 64, dt, ops[j], 0, c0, NULL), ncclInvalidArgument, c0, what, word);
+      expect_rejected(ncclReduceScatter(send, recv, 64, dt, ops[j], c0, NULL), ncclInvalidArgument, c0, what, word);
+      EXPECT(ncclAllReduce(send, recv, 0, dt, ops[j], c0, NULL) == ncclSuccess, "%s: an empty AllReduce failed (%s)",
+             what, ncclGetLastError(c0));
+    }
+    EXPECT(ncclRedOpDestroy(premul[k], c0) == ncclSuccess, "ncclRedOpDestroy: %s", ncclGetLastError(c0));
+  }
+  expect_usable(&q, "avg on float8 on one rank");
+  clique_destroy(&q);
+
+  static uint64_t seed = 91;
+  if (clique_init(&q, 2) != 0) return;
+  const int colls[] = {COLL_ALLREDUCE, COLL_REDUCE, COLL_REDUCESCATTER, COLL_REDUCESCATTERV};
+  for (int dt = 10; dt <= 11; dt++)
+    for (int op = OP_AVG; op <= OP_PREMULSUM; op++)
+      for (size_t k = 0; k < sizeof colls / sizeof colls[0]; k++) {
+        coll_case c = {colls[k], dt, op, 1, (int)k & 1, 777, seed++};
+        if (coll_run(&c, q.n, q.comms, 0, q.n)) FAILF("two ranks: %s %s failed", dt_name(dt), op_name(op));
+      }
   clique_destroy(&q);
 }
 
@@ -182,6 +224,7 @@ int main(int argc, char** argv) {
   RUN(test_error_strings);
   RUN(test_null_out_pointers);
   RUN(test_bad_arguments);
+  RUN(test_float8_avg_premulsum);
   RUN(test_rejected_inside_group);
   RUN(test_destroyed_comm);
   RUN(test_fork_child);

@@ -25,7 +25,7 @@ static int worker_colls(int rank, int nranks, ncclComm_t comm) {
       coll_case c;
       c.coll = coll;
       c.dtype = (coll * 7 + i * 5) % DT_COUNT;
-      c.op = op_for(c.dtype, (coll + i * 2) % OP_COUNT);
+      c.op = op_for(c.dtype, (coll + i * 2) % OP_COUNT, nranks);
       c.root = i % nranks;
       c.inplace = i & 1;
       c.count = counts[i % 4];

@@ -9,10 +9,12 @@ const char* op_name(int op) {
   return op >= 0 && op < OP_COUNT ? names[op] : "?";
 }
 
-int op_defined(int dtype, int op) { return op != OP_AVG || !dt_is_float8(dtype); }
+int op_defined(int dtype, int op, int nranks) {
+  return nranks > 1 || !dt_is_float8(dtype) || (op != OP_AVG && op != OP_PREMULSUM);
+}
 
-int op_for(int dtype, int op) {
-  while (!op_defined(dtype, op)) op = (op + OP_COUNT - 1) % OP_COUNT;
+int op_for(int dtype, int op, int nranks) {
+  while (!op_defined(dtype, op, nranks)) op = (op + OP_COUNT - 1) % OP_COUNT;
   return op;
 }
 

@@ -11,12 +11,14 @@
 /* Our op ids: NCCL's five plus PreMulSum (a run-time op in NCCL). */
 enum { OP_SUM = 0, OP_PROD = 1, OP_MAX = 2, OP_MIN = 3, OP_AVG = 4, OP_PREMULSUM = 5, OP_COUNT = 6 };
 const char* op_name(int op);
-/* Whether NCCL defines op on dtype: every op on every type, except avg on
- * the float8 types (a reducing call of it returns ncclInvalidArgument). */
-int op_defined(int dtype, int op);
-/* op where it is defined on dtype, else the previous op that is (avg on a
- * float8 type becomes min): for sweeps that cycle ops and types apart. */
-int op_for(int dtype, int op);
+/* Whether NCCL reduces dtype with op across nranks ranks: every op on every
+ * type, except avg and PreMulSum on the float8 types on a one-rank
+ * communicator (a reducing call of them returns ncclInvalidArgument). */
+int op_defined(int dtype, int op, int nranks);
+/* op where it is defined on dtype and nranks, else the previous op that is
+ * (on one rank, PreMulSum and avg on a float8 type become min): for sweeps
+ * that cycle ops, types and rank counts apart. */
+int op_for(int dtype, int op, int nranks);
 
 /* A random value of dtype suitable as an input of op, exactly representable. */
 double ref_random_input(rng_t* r, int dtype, int op);

@@ -76,15 +76,18 @@ static void test_reductions(void) {
   EXPECT(ref_reduce(10, OP_SUM, xs, 4, &tol) == 2 && tol > 0 && tol < 0.5, "fp8 sum and its tolerance %g", tol);
 }
 
-/* Which ops NCCL defines on which types: all but avg on the float8 types. */
+/* Which ops NCCL runs on which types: all, but avg and PreMulSum on the
+ * float8 types only on two or more ranks. */
 static void test_op_defined(void) {
-  for (int dt = 0; dt < DT_COUNT; dt++)
-    for (int op = 0; op < OP_COUNT; op++) {
-      int want = !(op == OP_AVG && (dt == 10 || dt == 11));
-      EXPECT(op_defined(dt, op) == want, "op_defined(%s, %s) is %d", dt_name(dt), op_name(op), op_defined(dt, op));
-      EXPECT(op_for(dt, op) == (want ? op : OP_MIN), "op_for(%s, %s) is %s", dt_name(dt), op_name(op),
-             op_name(op_for(dt, op)));
-    }
+  for (int n = 1; n <= 3; n++)
+    for (int dt = 0; dt < DT_COUNT; dt++)
+      for (int op = 0; op < OP_COUNT; op++) {
+        int want = n > 1 || !((op == OP_AVG || op == OP_PREMULSUM) && (dt == 10 || dt == 11));
+        EXPECT(op_defined(dt, op, n) == want, "op_defined(%s, %s, %d) is %d", dt_name(dt), op_name(op), n,
+               op_defined(dt, op, n));
+        EXPECT(op_for(dt, op, n) == (want ? op : OP_MIN), "op_for(%s, %s, %d) is %s", dt_name(dt), op_name(op), n,
+               op_name(op_for(dt, op, n)));
+      }
 }
 
 int main(void) {

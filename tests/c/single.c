@@ -26,7 +26,7 @@ static void test_version(void) {
 static void sweep_allreduce(clique* q, size_t count) {
   for (int dt = 0; dt < DT_COUNT; dt++)
     for (int op = 0; op < OP_COUNT; op++) {
-      if (!op_defined(dt, op)) continue; /* rejected: see badinput */
+      if (!op_defined(dt, op, q->n)) continue; /* rejected: see badinput */
       coll_case c = {COLL_ALLREDUCE, dt, op, 0, (dt + op) & 1, count + (size_t)op, g_seed++};
       coll_run(&c, q->n, q->comms, 0, q->n);
     }
@@ -41,7 +41,7 @@ static void sweep_collectives(clique* q) {
       coll_case c;
       c.coll = coll;
       c.dtype = (coll * 5 + i * 7 + n) % DT_COUNT;
-      c.op = op_for(c.dtype, (coll + i) % OP_COUNT);
+      c.op = op_for(c.dtype, (coll + i) % OP_COUNT, n);
       c.root = (i * 3 + 1) % n;
       c.inplace = i & 1;
       c.count = counts[i % 4] + (size_t)(i / 4);

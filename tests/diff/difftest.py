@@ -10,12 +10,12 @@ Programs come from program.py: calls of every collective, element type and
 reduction (PreMulSum with a scalar per rank, host-immediate or in device
 memory), counts from zero up, roots, in place or not, groups of several
 calls, four communicators (two inits and two splits), two streams, eager or
-captured in a CUDA graph, and now and then a call NCCL rejects (avg on a
-float8 type), which every library must reject with ncclInvalidArgument,
-writing nothing. Each rank's buffers live in one arena with poisoned
-guards; before a run the arena is staged (inputs, poisoned outputs), after
-it the whole arena is read back and checked: every defined output against
-the float64 reference (program.py: bit for bit where no summation order can
+captured in a CUDA graph, and now and then a call NCCL rejects (avg or
+PreMulSum on a float8 type on a one-rank communicator), which every library
+must reject with ncclInvalidArgument, writing nothing. Each rank's buffers
+live in one arena with poisoned guards; before a run the arena is staged
+(inputs, poisoned outputs), after it the whole arena is read back and
+checked: every defined output against the float64 reference (program.py: bit for bit where no summation order can
 change the result, else within a stated tolerance), and every byte no call
 may write (guards, out-of-place inputs, scalars) unchanged. With both
 libraries loaded (ctypes, RTLD_LOCAL, in one process) each program runs on

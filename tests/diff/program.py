@@ -7,8 +7,9 @@ reduction (PreMulSum with a scalar per rank, read at once from host memory
 or from device memory while the call runs), a root, in place or not, one of
 four communicators and one of two streams. A program runs eagerly or
 captured in a CUDA graph and replayed twice (with new inputs and new
-device-resident scalars before each replay). A call NCCL rejects (avg on a
-float8 type, about one call in a hundred) is a step of its own, made outside
+device-resident scalars before each replay). A call NCCL rejects (avg or
+PreMulSum on a float8 type on a one-rank communicator: "alone", or every
+communicator when there is one rank) is a step of its own, made outside
 any group: every rank's call must return ncclInvalidArgument and write
 nothing, and the calls after it must run as usual.
 
@@ -101,6 +102,7 @@ class Op:
     root: int = 0  # communicator rank; for sendrecv the shift
     inplace: bool = False
     comm: int = 0
+    comm_size: int = 0  # ranks of the communicator
     stream: int = 0
     bcast: bool = False  # in-place broadcast through ncclBcast
     pad: int = 0  # elements added to the 256-byte alignment of each buffer
@@ -115,10 +117,12 @@ class Op:
 
     @property
     def rejected(self) -> bool:
-        """Whether NCCL returns ncclInvalidArgument for the call: avg on a float8 type (NCCL
-        defines avg for integers, float16, bfloat16, float32 and float64). An empty
-        collective is discarded before NCCL looks at its op, so it runs."""
-        return self.redop == "avg" and self.dtype.startswith("float8") and self.count > 0
+        """Whether NCCL returns ncclInvalidArgument for the call: avg or PreMulSum on a
+        float8 type on a one-rank communicator (NCCL's one-rank path has no float8
+        PreMulSum, and avg is PreMulSum by 1/nranks there; on more ranks both reduce).
+        An empty collective is discarded before NCCL looks at its op, so it runs."""
+        return (self.redop in ("avg", "premulsum") and self.dtype.startswith("float8")
+                and self.comm_size == 1 and self.count > 0)
 
     def describe(self) -> str:
         parts = [self.kind, self.dtype, f"count={self.count}"]
@@ -126,7 +130,9 @@ class Op:
             per = " ".join("/".join(f"{s[g]:g}" for s in self.scalars) for g in range(len(self.scalars[0])))
             parts.append(f"premulsum({self.residence}; scalars by rank {per})")
         elif self.redop:
-            parts.append(self.redop + (" (rejected)" if self.rejected else ""))
+            parts.append(self.redop)
+        if self.rejected:
+            parts[-1] += " (rejected)"
         if self.kind == "sendrecv":
             parts.append(f"shift={self.root}")
         elif self.k.rooted:
@@ -198,7 +204,7 @@ def _op(rng: random.Random, nranks: int, max_count: int, replays: int) -> Op:
     dt = rng.choice(codec.DTYPES)
     comm = rng.choices(range(len(COMMS)), weights=[5, 2, 2, 1])[0]
     size = 1 if COMMS[comm] == "alone" else nranks
-    op = Op(kind.name, dt.name, _count(rng, max_count), comm=comm, stream=rng.randrange(STREAMS))
+    op = Op(kind.name, dt.name, _count(rng, max_count), comm=comm, comm_size=size, stream=rng.randrange(STREAMS))
     if kind.reduces:
         op.redop = rng.choices(REDOPS, weights=[3, 2, 2, 2, 2, 3])[0]
         if op.redop == "premulsum":
