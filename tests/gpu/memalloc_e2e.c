@@ -16,25 +16,16 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "purlin_nccl.h"
+#include "gpucheck.h"
 
-#define MAXR 8 /* Purlin's ranks per communicator */
 static int nranks = 2;
-static int failures;
 
-static void check(int ok, const char* what, int r) {
-  printf("%s %s (rank %d)\n", ok ? "PASS" : "FAIL", what, r);
-  if (!ok) failures++;
+/* check_rank: check, naming the rank. */
+static void check_rank(int ok, const char* what, int r) {
+  char line[512];
+  snprintf(line, sizeof line, "%s (rank %d)", what, r);
+  check(ok, line);
 }
-
-#define MUST(call)                                                                    \
-  do {                                                                                \
-    int rc_ = (int)(call);                                                            \
-    if (rc_ != 0) {                                                                   \
-      printf("FAIL %s -> %d (%s)\n", #call, rc_, ncclGetLastError(NULL));             \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
 
 static int dev_of(int r) { return nranks - 1 - r; }
 
@@ -48,7 +39,7 @@ static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count
     MUST(ncclMemAlloc((void**)&recv[r], count * sizeof(float)));
     struct cudaPointerAttributes a;
     MUST(cudaPointerGetAttributes(&a, send[r]));
-    check(a.type == cudaMemoryTypeDevice && a.device == dev_of(r), "ncclMemAlloc gives memory of the current device", r);
+    check_rank(a.type == cudaMemoryTypeDevice && a.device == dev_of(r), "ncclMemAlloc gives memory of the current device", r);
     for (size_t i = 0; i < count; i++) host[i] = (float)(r + 1 + i % 7);
     MUST(cudaMemcpy(send[r], host, count * sizeof(float), cudaMemcpyHostToDevice));
     MUST(cudaMemset(recv[r], 0xff, count * sizeof(float)));
@@ -68,22 +59,16 @@ static void run_allreduce(ncclComm_t* comms, cudaStream_t* streams, size_t count
     }
     char what[96];
     snprintf(what, sizeof what, "AllReduce float sum, %zu elements on ncclMemAlloc memory (%zu wrong)", count, wrong);
-    check(wrong == 0, what, r);
+    check_rank(wrong == 0, what, r);
     ncclResult_t async = ncclSuccess;
     MUST(ncclCommGetAsyncError(comms[r], &async));
-    check(async == ncclSuccess, "no asynchronous error", r);
+    check_rank(async == ncclSuccess, "no asynchronous error", r);
   }
   for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
-    check(ncclMemFree(send[r]) == ncclSuccess && ncclMemFree(recv[r]) == ncclSuccess, "ncclMemFree", r);
+    check_rank(ncclMemFree(send[r]) == ncclSuccess && ncclMemFree(recv[r]) == ncclSuccess, "ncclMemFree", r);
   }
   free(host);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ncclWinGetUserPtr (2.29) is not in every nccl.h: declared here. */
@@ -103,17 +88,17 @@ static void run_windows(ncclComm_t* comms) {
   MUST(ncclGroupStart());
   for (int r = 0; r < nranks; r++) MUST(ncclCommWindowRegister(comms[r], buf[r], size, &win[r], NCCL_WIN_COLL_SYMMETRIC));
   ncclResult_t rc = ncclGroupEnd();
-  check(rc == ncclSuccess, "ncclCommWindowRegister of ncclMemAlloc buffers (in a group)", 0);
+  check_rank(rc == ncclSuccess, "ncclCommWindowRegister of ncclMemAlloc buffers (in a group)", 0);
   for (int r = 0; r < nranks && rc == ncclSuccess; r++) {
     void* user = NULL;
-    check(win[r] != NULL && ncclWinGetUserPtr(comms[r], win[r], &user) == ncclSuccess && user == buf[r],
+    check_rank(win[r] != NULL && ncclWinGetUserPtr(comms[r], win[r], &user) == ncclSuccess && user == buf[r],
           "window handle and ncclWinGetUserPtr", r);
   }
   if (rc == ncclSuccess) {
     MUST(ncclGroupStart());
     for (int r = 0; r < nranks; r++) MUST(ncclCommWindowDeregister(comms[r], win[r]));
-    check(ncclGroupEnd() == ncclSuccess, "ncclCommWindowDeregister (in a group)", 0);
-    check(ncclCommWindowDeregister(comms[0], win[0]) != ncclSuccess, "a deregistered window is refused", 0);
+    check_rank(ncclGroupEnd() == ncclSuccess, "ncclCommWindowDeregister (in a group)", 0);
+    check_rank(ncclCommWindowDeregister(comms[0], win[0]) != ncclSuccess, "a deregistered window is refused", 0);
   }
   /* Two windows per communicator registered in a group, then deregistered
    * without one, communicator after communicator: deregistration waits for
@@ -130,7 +115,7 @@ static void run_windows(ncclComm_t* comms) {
     MUST(ncclCommWindowRegister(comms[r], buf2[r], size, &two[r][1], NCCL_WIN_COLL_SYMMETRIC));
   }
   rc = ncclGroupEnd();
-  check(rc == ncclSuccess, "two windows per communicator (in a group)", 0);
+  check_rank(rc == ncclSuccess, "two windows per communicator (in a group)", 0);
   for (int r = 0; r < nranks && rc == ncclSuccess; r++) {
     double t0 = now_s();
     int ok = ncclCommWindowDeregister(comms[r], two[r][0]) == ncclSuccess &&
@@ -138,7 +123,7 @@ static void run_windows(ncclComm_t* comms) {
     double took = now_s() - t0;
     char what[128];
     snprintf(what, sizeof what, "ncclCommWindowDeregister without a group, one communicator after another (%.3f s)", took);
-    check(ok && took < 2, what, r);
+    check_rank(ok && took < 2, what, r);
   }
   void* plain[MAXR];
   for (int r = 0; r < nranks; r++) {
@@ -148,7 +133,7 @@ static void run_windows(ncclComm_t* comms) {
   MUST(ncclGroupStart());
   for (int r = 0; r < nranks; r++) MUST(ncclCommWindowRegister(comms[r], plain[r], size, &win[r], NCCL_WIN_DEFAULT));
   rc = ncclGroupEnd();
-  check(rc == ncclInvalidArgument || rc == ncclInvalidUsage, "a cudaMalloc buffer is refused as a window", 0);
+  check_rank(rc == ncclInvalidArgument || rc == ncclInvalidUsage, "a cudaMalloc buffer is refused as a window", 0);
   printf("     (%s)\n", ncclGetLastError(NULL));
   for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
@@ -189,14 +174,14 @@ int main(int argc, char** argv) {
     MUST(ncclCommCuDevice(comms[r], &dev));
     char what[80];
     snprintf(what, sizeof what, "ncclCommCuDevice is the device current at init (%d, want %d)", dev, dev_of(r));
-    check(dev == dev_of(r), what, r);
+    check_rank(dev == dev_of(r), what, r);
   }
   run_allreduce(comms, streams, 5);            /* packets */
   run_allreduce(comms, streams, 3 << 20);      /* staged/chunked */
   run_allreduce(comms, streams, (40 << 20) + 3); /* ring, odd tail */
   run_windows(comms);
   int bogus = 0;
-  check(ncclMemFree(&bogus) != ncclSuccess, "ncclMemFree refuses a pointer it never gave", 0);
+  check_rank(ncclMemFree(&bogus) != ncclSuccess, "ncclMemFree refuses a pointer it never gave", 0);
   for (int r = 0; r < nranks; r++) {
     MUST(cudaSetDevice(dev_of(r)));
     MUST(ncclCommDestroy(comms[r]));

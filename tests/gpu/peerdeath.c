@@ -27,31 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "purlin_nccl.h"
+#include "gpucheck.h"
 
-#define MAXR 8
 static int nranks = 2;
-static int failures;
-
-static void check(int ok, const char* what) {
-  printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-  if (!ok) failures++;
-}
-
-#define MUST(call)                                                                    \
-  do {                                                                                \
-    int rc_ = (int)(call);                                                            \
-    if (rc_ != 0) {                                                                   \
-      printf("FAIL %s -> %d (%s)\n", #call, rc_, ncclGetLastError(NULL));             \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 typedef struct {
   int n;
