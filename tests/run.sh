@@ -5,13 +5,14 @@
 #   suites: go-vet, go-test (go test -race ./...), kernels (make kernels: nvcc
 #   from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
 #   diff (tests/diff: random programs against the float64 reference), install
-#   (make install, then examples/cpp built with pkg-config and with CMake).
+#   (make install, then examples/cpp built with pkg-config and with CMake),
+#   bench (tools/perfplot.py's tests, then make bench: its verdict and plot).
 # PURLIN_TEST_SUITES="c abi" runs only those.
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
 make=${MAKE:-make}
-suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff install}
+suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff install bench}
 summary=()
 failed_suites=0
 
@@ -127,6 +128,22 @@ suite_install() {
   check "find_package(Purlin 9) refused" bash -c "! cmake -S '$root/tests/install' -B '$tmp/cmake9' -DPURLIN_WANT=9.0 -DCMAKE_PREFIX_PATH='$prefix'"
   rm -rf "$tmp"
   note "install: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+# tools/perfplot.py's tests (stdlib unittest), then `make bench` on this machine,
+# which must end in a PASS verdict and leave its plot, build/bench.svg.
+suite_bench() {
+  local passed=0 failed=0 log; log=$(mktemp)
+  if python3 -m unittest -q tools/perfplot_test.py >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); cat "$log"; fi
+  rm -f "$root/build/bench.svg"
+  if $make --no-print-directory bench >"$log" 2>&1 && tail -n 1 "$log" | grep -q '^bench: PASS' && [ -s "$root/build/bench.svg" ]; then
+    passed=$((passed + 1)); tail -n 1 "$log"
+  else
+    failed=$((failed + 1)); tail -n 30 "$log"
+  fi
+  rm -f "$log"
+  note "bench: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
 

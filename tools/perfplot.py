@@ -192,7 +192,7 @@ def main():
         return 0
     sizes = sorted({s for c in series.values() for k, v in c.items() if k[0] == "Purlin" for s, _, _ in v})
     ok = a.status == 0 and bad == 0 and wrong == 0 and bool(sizes)
-    msg = (f"bench: {'PASS' if ok else 'FAIL'}: {atom}, {facts.get('nranks', '?')} ranks, {len(series)} collectives, "
+    msg = (f"bench: {'PASS' if ok else 'FAIL'}: {atom}, {facts.get('nranks', '?')} ranks, {len(series)} collective{'s' if len(series) != 1 else ''}, "
            + (f"{size_label(sizes[0])}..{size_label(sizes[-1])}, " if sizes else "no results, ")
            + f"{wrong} wrong values"
            + (f", {bad} of {nruns} runs failed" if bad else "")
