@@ -125,6 +125,12 @@ suite_install() {
   check "cmake configure (DESTDIR tree)" cmake -S examples/cpp -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$stage/opt/purlin"
   check "cmake build" cmake --build "$tmp/cmake"
   check "cmake build runs" env PURLIN_ATOM=host "$tmp/cmake/allreduce"
+  check "cmake build through Purlin::nccl" bash -c "cmake -S tests/install -B '$tmp/cmake-nccl' -DCMAKE_PREFIX_PATH='$prefix' &&
+    cmake --build '$tmp/cmake-nccl' && readelf -d '$tmp/cmake-nccl/allreduce_nccl' | grep -q 'NEEDED.*\\[libnccl\\.so\\.2\\]'"
+  check "Purlin::nccl build runs" env PURLIN_ATOM=host "$tmp/cmake-nccl/allreduce_nccl"
+  check "-lnccl from lib/purlin" bash -c "g++ -std=c++17 examples/cpp/allreduce.cpp -I'$prefix/include' -L'$prefix/lib/purlin' -lnccl \
+    -Wl,-rpath,'$prefix/lib/purlin' -o '$tmp/allreduce-nccl' && readelf -d '$tmp/allreduce-nccl' | grep -q 'NEEDED.*\\[libnccl\\.so\\.2\\]' &&
+    PURLIN_ATOM=host '$tmp/allreduce-nccl'"
   check "find_package(Purlin 9) refused" bash -c "! cmake -S '$root/tests/install' -B '$tmp/cmake9' -DPURLIN_WANT=9.0 -DCMAKE_PREFIX_PATH='$prefix'"
   rm -rf "$tmp"
   note "install: $passed passed, $failed failed"
