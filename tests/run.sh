@@ -132,6 +132,8 @@ suite_install() {
     -Wl,-rpath,'$prefix/lib/purlin' -o '$tmp/allreduce-nccl' && readelf -d '$tmp/allreduce-nccl' | grep -q 'NEEDED.*\\[libnccl\\.so\\.2\\]' &&
     PURLIN_ATOM=host '$tmp/allreduce-nccl'"
   check "find_package(Purlin 9) refused" bash -c "! cmake -S '$root/tests/install' -B '$tmp/cmake9' -DPURLIN_WANT=9.0 -DCMAKE_PREFIX_PATH='$prefix'"
+  check "make uninstall leaves no file" bash -c "$make --no-print-directory uninstall PREFIX='$prefix' &&
+    [ -z \"\$(find '$prefix' -type f -o -type l)\" ]"
   rm -rf "$tmp"
   note "install: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
