@@ -47,3 +47,4 @@ $(LIB): $(shell find . -name '*.go' -not -path './build/*') $(wildcard capi/*.c 
 include tests/tests.mk
 -include csrc/kernels.mk
 -include cmd/purlin-perf/perf.mk
+-include packaging/install.mk

@@ -4,13 +4,15 @@
 # the script exits non-zero if any suite failed.
 #   suites: go-vet, go-test (go test -race ./...), kernels (make kernels: nvcc
 #   from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
-#   diff (tests/diff: random programs against the float64 reference).
+#   diff (tests/diff: random programs against the float64 reference), install
+#   (make install, then examples/cpp built with pkg-config and with CMake),
+#   bench (tools/perfplot.py's tests, then make bench: its verdict and plot).
 # PURLIN_TEST_SUITES="c abi" runs only those.
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
 make=${MAKE:-make}
-suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff}
+suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff install bench}
 summary=()
 failed_suites=0
 
@@ -97,6 +99,59 @@ suite_diff() {
       --libs "purlin=$root/build/libpurlin.so" --timeout 280 $args; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   done
   note "diff: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+# make install into a fresh PREFIX, and into a DESTDIR stage; then the C++ example
+# (examples/cpp) built against each tree, with pkg-config and with CMake's
+# find_package(Purlin), and run on the host Atom: 2 ranks, one all-reduce, checked.
+suite_install() {
+  local tmp; tmp=$(mktemp -d)
+  local prefix=$tmp/prefix stage=$tmp/stage passed=0 failed=0 log=$tmp/log
+  check() { # check NAME CMD...: one check, its output shown only when it fails
+    if "${@:2}" >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "install: FAIL $1"; tail -n 20 "$log"; fi
+  }
+  check "make install PREFIX" $make --no-print-directory install PREFIX="$prefix"
+  check "make install DESTDIR" $make --no-print-directory install PREFIX=/opt/purlin DESTDIR="$stage"
+  check "same files under PREFIX and DESTDIR/PREFIX" \
+    diff <(cd "$prefix" && find . | sort) <(cd "$stage/opt/purlin" && find . | sort)
+  check "SONAMEs: libpurlin.so, lib/purlin/libnccl.so.2" bash -c \
+    "readelf -d '$prefix/lib/libpurlin.so' | grep -q 'SONAME.*\\[libpurlin\\.so\\]' &&
+     readelf -d '$prefix/lib/purlin/libnccl.so.2' | grep -q 'SONAME.*\\[libnccl\\.so\\.2\\]' &&
+     ! ls '$prefix'/lib/libnccl* 2>/dev/null"
+  check "pkg-config build" bash -c "g++ -std=c++17 -Wall -Wextra -Werror examples/cpp/allreduce.cpp \
+    \$(PKG_CONFIG_PATH='$prefix/lib/pkgconfig' pkg-config --cflags --libs purlin) -Wl,-rpath,'$prefix/lib' -o '$tmp/allreduce-pc'"
+  check "pkg-config build runs" env PURLIN_ATOM=host "$tmp/allreduce-pc"
+  check "cmake configure (DESTDIR tree)" cmake -S examples/cpp -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$stage/opt/purlin"
+  check "cmake build" cmake --build "$tmp/cmake"
+  check "cmake build runs" env PURLIN_ATOM=host "$tmp/cmake/allreduce"
+  check "cmake build through Purlin::nccl" bash -c "cmake -S tests/install -B '$tmp/cmake-nccl' -DCMAKE_PREFIX_PATH='$prefix' &&
+    cmake --build '$tmp/cmake-nccl' && readelf -d '$tmp/cmake-nccl/allreduce_nccl' | grep -q 'NEEDED.*\\[libnccl\\.so\\.2\\]'"
+  check "Purlin::nccl build runs" env PURLIN_ATOM=host "$tmp/cmake-nccl/allreduce_nccl"
+  check "-lnccl from lib/purlin" bash -c "g++ -std=c++17 examples/cpp/allreduce.cpp -I'$prefix/include' -L'$prefix/lib/purlin' -lnccl \
+    -Wl,-rpath,'$prefix/lib/purlin' -o '$tmp/allreduce-nccl' && readelf -d '$tmp/allreduce-nccl' | grep -q 'NEEDED.*\\[libnccl\\.so\\.2\\]' &&
+    PURLIN_ATOM=host '$tmp/allreduce-nccl'"
+  check "find_package(Purlin 9) refused" bash -c "! cmake -S '$root/tests/install' -B '$tmp/cmake9' -DPURLIN_WANT=9.0 -DCMAKE_PREFIX_PATH='$prefix'"
+  check "make uninstall leaves no file" bash -c "$make --no-print-directory uninstall PREFIX='$prefix' &&
+    [ -z \"\$(find '$prefix' -type f -o -type l)\" ]"
+  rm -rf "$tmp"
+  note "install: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+# tools/perfplot.py's tests (stdlib unittest), then `make bench` on this machine,
+# which must end in a PASS verdict and leave its plot, build/bench.svg.
+suite_bench() {
+  local passed=0 failed=0 log; log=$(mktemp)
+  if python3 -m unittest -q tools/perfplot_test.py >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); cat "$log"; fi
+  rm -f "$root/build/bench.svg"
+  if $make --no-print-directory bench >"$log" 2>&1 && tail -n 1 "$log" | grep -q '^bench: PASS' && [ -s "$root/build/bench.svg" ]; then
+    passed=$((passed + 1)); tail -n 1 "$log"
+  else
+    failed=$((failed + 1)); tail -n 30 "$log"
+  fi
+  rm -f "$log"
+  note "bench: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
 

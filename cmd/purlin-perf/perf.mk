@@ -1,7 +1,10 @@
 # cmd/purlin-perf/perf.mk: purlin-perf, the collective benchmark (included by the top Makefile).
 #
 #   make perf        build/purlin-perf against build/libpurlin.so (host Atom backend)
-#   make bench       the main job: every collective on 4 host-Atom ranks, 8 B .. 8 MiB
+#   make bench       the main job (tools/bench.sh): every collective on 4 host-Atom ranks,
+#                    8 B .. 8 MiB; on a machine with NVIDIA GPUs and `make gpu-tests` built,
+#                    the CUDA Atom on every GPU, NCCL beside it when found. Ends with a
+#                    one-line verdict; the plot of time and bus bandwidth is build/bench.svg
 #   make perf-test   the float-codec unit test and a correctness sweep of every
 #                    collective, type and op (one process, and one process per rank)
 #   make perf-cuda   build/purlin-perf-cuda, on a machine with CUDA:
@@ -14,6 +17,8 @@ PERF_HDRS   := $(wildcard $(PERF_DIR)/*.h) include/purlin.h include/purlin_nccl.
 PERF_CFLAGS ?= -O2 -g -Wall -Wextra -std=gnu11
 PERF        := $(BUILD)/purlin-perf
 BENCH_ARGS  ?= all -g 4 -b 8 -e 8M -f 4 -n 20
+# make bench on GPUs: purlin-perf all -g <every GPU> $(BENCH_GPU_ARGS), Purlin then NCCL
+BENCH_GPU_ARGS ?= -b 8 -e 256M -f 4 -n 20 -w 2 -c 1
 
 .PHONY: perf bench perf-test perf-cuda perf-abi-check
 perf: $(PERF)
@@ -23,7 +28,7 @@ $(PERF): $(PERF_COMMON) $(PERF_DIR)/backend_host.c $(PERF_HDRS) $(LIB)
 		-L$(BUILD) -lpurlin -Wl,-rpath,'$$ORIGIN' -lm -lpthread
 
 bench: $(PERF)
-	PURLIN_ATOM=host $(PERF) $(BENCH_ARGS)
+	@BENCH_ARGS='$(BENCH_ARGS)' BENCH_GPU_ARGS='$(BENCH_GPU_ARGS)' tools/bench.sh
 
 $(BUILD)/perf-dtype-test: $(PERF_DIR)/tests/dtype_test.c $(PERF_DIR)/dtype.c $(PERF_HDRS)
 	@mkdir -p $(BUILD)

@@ -28,7 +28,7 @@
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (the
 # side-by-side rows in the form of docs/perf/2xh200.json: copy it there to
-# record a run). GPU_BUDGET_S (default 560) bounds the whole run: a part that
+# record a run), and perf.svg (its plot, tools/perfplot.py). GPU_BUDGET_S (default 560) bounds the whole run: a part that
 # would start past it is skipped. NVLink multicast stays off.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
 set -uo pipefail
@@ -170,6 +170,7 @@ else note "SKIP gotests-comm (no time or no binary)"; fi
   python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
     --commit "$(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)" --gpus "$NGPUS" \
     --nccl-version "$(grep -m1 -o 'NCCL API version [0-9]*' "$out/perf-nccl.txt" | grep -o '[0-9]*$')"
+  python3 "$root/tools/perfplot.py" "$out/perf.json" -o "$out/perf.svg" && echo "plot: perf.svg"
 } >>"$summary" 2>&1
 grep -E "^(PASS|FAIL|SKIP)|#wrong total" "$summary"
 echo "gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
