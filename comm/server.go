@@ -69,7 +69,7 @@ type serverConn struct {
 var localServers sync.Map
 
 func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
-	s := &server{ln: ln, magic: magic, timeout: timeout, deadline: time.Now().Add(timeout)}
+	s := &server{ln: trackListener(ln), magic: magic, timeout: timeout, deadline: time.Now().Add(timeout)}
 	localServers.Store(magic, s)
 	s.timer = time.AfterFunc(timeout, s.initTimedOut)
 	go s.accept()

@@ -2,7 +2,8 @@
  * badinput.c: the bad-input suite. Rejected arguments (NULL pointers, huge
  * counts, bad dtype/op/root/peer, avg or PreMulSum on a float8 type on a
  * one-rank communicator, a destroyed communicator), ranks that disagree on a call, a rank SIGKILLed
- * mid-collective, and a fork() child without exec: each must give an error,
+ * mid-collective (also while its fork() child lives on), and a fork() child
+ * without exec: each must give an error,
  * never a hang, a crash or a silently wrong result, and the communicator
  * must stay usable after a rejected argument.
  * PURLIN_TIMEOUT is 3 s here (unless set), so the failure tests are quick.
@@ -281,5 +282,6 @@ int main(int argc, char** argv) {
   RUN(test_mismatch_root_one_process);
   RUN(test_killed_rank);
   RUN(test_killed_rank_external);
+  RUN(test_killed_rank_forked_child);
   return harness_finish();
 }
