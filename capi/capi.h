@@ -10,6 +10,11 @@
  * survive fork, so every entry refuses at once instead of hanging. */
 extern volatile int purlinForked;
 
+/* Register (unregister) a descriptor the fork handler closes in the child.
+ * Internal: hidden from the library's exports. */
+__attribute__((visibility("hidden"))) void purlinForkTrack(int fd);
+__attribute__((visibility("hidden"))) void purlinForkUntrack(int fd);
+
 /* Collective kinds for goCollective: equal to Go's spec.Collective. */
 enum {
   capiAllReduce = 0, capiAllGather = 1, capiReduceScatter = 2, capiAllToAll = 3,

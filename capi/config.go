@@ -40,6 +40,9 @@ func readConfig(cfg *C.purlinConfig_t) (comm.Config, error) {
 		return conf, errs.New(errs.ErrInvalidArgument, "config: magic %#x is not %#x: initialize it with NCCL_CONFIG_INITIALIZER", uint32(local.magic), apiMagic)
 	}
 	if n >= unsafe.Offsetof(local.blocking)+4 && local.blocking != configUndefInt {
+		if local.blocking != 0 && local.blocking != 1 { // NCCL accepts only 0 and 1
+			return conf, errs.New(errs.ErrInvalidArgument, "config: blocking is %d; it must be 0 or 1", int32(local.blocking))
+		}
 		conf.Blocking = local.blocking != 0
 	}
 	return conf, nil

@@ -1,11 +1,48 @@
 /* guard.c: the fork guard and NCCL's fixed error strings, in C so that they
  * work without entering Go (a forked child cannot). */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include "capi.h"
 
 volatile int purlinForked = 0;
 
-static void purlinMarkForked(void) { purlinForked = 1; }
+/* The descriptors a forked child closes (comm's fork hooks: the bootstrap's
+ * sockets), each stored as fd+1 in a free slot (0). Lock-free, so that the
+ * child's handler never waits for a lock a vanished thread held. */
+enum { forkFDsMax = 1 << 16 };
+static atomic_int forkFDs[forkFDsMax];
+static atomic_int forkFDsEnd; /* slots [0, end) were used at least once */
+
+void purlinForkTrack(int fd) {
+  int end = atomic_load(&forkFDsEnd);
+  for (int i = 0; i < end && i < forkFDsMax; i++) {
+    int free = 0;
+    if (atomic_compare_exchange_strong(&forkFDs[i], &free, fd + 1)) return;
+  }
+  int i = atomic_fetch_add(&forkFDsEnd, 1);
+  if (i < forkFDsMax) atomic_store(&forkFDs[i], fd + 1);
+  /* else: too many; that descriptor stays open in a child, as without the hook */
+}
+
+void purlinForkUntrack(int fd) {
+  int end = atomic_load(&forkFDsEnd);
+  for (int i = 0; i < end && i < forkFDsMax; i++) {
+    int mine = fd + 1;
+    if (atomic_compare_exchange_strong(&forkFDs[i], &mine, 0)) return;
+  }
+}
+
+/* In the child: no Go, and none of the parent's bootstrap sockets, so the
+ * parent's peers see its death at once even while the child lives on. */
+static void purlinMarkForked(void) {
+  purlinForked = 1;
+  int end = atomic_load(&forkFDsEnd);
+  for (int i = 0; i < end && i < forkFDsMax; i++) {
+    int v = atomic_exchange(&forkFDs[i], 0);
+    if (v > 0) close(v - 1);
+  }
+}
 
 __attribute__((constructor)) static void purlinInstallForkGuard(void) {
   pthread_atfork(NULL, NULL, purlinMarkForked);

@@ -24,6 +24,7 @@
 /* ---------- implemented ---------- */
 static purlinResult_t capi_CommInitRankScalable(purlinComm_t* comm, int nranks, int myrank, int nId, purlinUniqueId* commIds, purlinConfig_t* config) {
   GUARD();
+  if (nId < 1) return goNullArgument((char*)"ncclCommInitRankScalable: nId is below 1; it must be at least 1");
   if (nId != 1) return goUnsupported((char*)"ncclCommInitRankScalable with several unique ids");
   if (commIds == NULL) return goNullArgument((char*)"ncclCommInitRankScalable: commIds is NULL");
   return goCommInitRank((uintptr_t*)comm, nranks, commIds[0].internal, myrank, config);

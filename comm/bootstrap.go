@@ -85,11 +85,12 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.DialTimeout("tcp", addr.String(), time.Until(deadline))
+	raw, err := net.DialTimeout("tcp", addr.String(), time.Until(deadline))
 	if err != nil {
 		mail.close()
 		return nil, errs.New(errs.ErrSystem, "CommInitRank rank %d: connect to the rendezvous %v: %v", rank, addr, err)
 	}
+	conn := trackConn(raw)
 	host, _ := os.Hostname()
 	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host, Magic: magic}
 	b := &bootstrap{rank: rank, nranks: nranks, magic: magic, timeout: timeout, conn: conn, mail: mail,
@@ -331,7 +332,7 @@ func (b *bootstrap) AllGatherFD(fd int) (_ []int, err error) {
 	}
 	for p := range b.nranks {
 		if p == b.rank {
-			fds[p], err = unix.Dup(fd)
+			fds[p], err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 			if err != nil {
 				err = errs.New(errs.ErrSystem, "bootstrap AllGatherFD rank %d: dup: %v", b.rank, err)
 			}

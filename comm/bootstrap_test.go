@@ -119,6 +119,9 @@ func TestBootstrapAllGatherFD(t *testing.T) {
 				_, err := unix.Pread(fd, buf[:], 0)
 				require.NoError(t, err)
 				assert.Equal(t, byte(10*round+q), buf[0], "rank %d sees rank %d's fd", r, q)
+				flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+				require.NoError(t, err)
+				assert.NotZero(t, flags&unix.FD_CLOEXEC, "rank %d's fd of rank %d is inherited across exec", r, q)
 				unix.Close(fd)
 			}
 		}

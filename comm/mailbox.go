@@ -21,9 +21,10 @@ import (
 // A message is [kind u32][src u32][seq u64][payload]; messages that arrive
 // before they are asked for are kept (fast peers may be a round ahead).
 type mailbox struct {
-	fd    int
-	magic uint64
-	rank  int
+	fd      int
+	untrack func() // the fork hook's registration of fd
+	magic   uint64
+	rank    int
 
 	mu      sync.Mutex // one receiver at a time; guards pending
 	pending map[mailKey]mail
@@ -59,7 +60,7 @@ func openMailbox(magic uint64, rank int) (*mailbox, error) {
 		unix.Close(fd)
 		return nil, errs.New(errs.ErrSystem, "bootstrap: bind %q: %v (is rank %d initialised twice with one unique id?)", mailboxName(magic, rank), err, rank)
 	}
-	return &mailbox{fd: fd, magic: magic, rank: rank, pending: map[mailKey]mail{}}, nil
+	return &mailbox{fd: fd, untrack: trackFD(fd), magic: magic, rank: rank, pending: map[mailKey]mail{}}, nil
 }
 
 func (m *mailbox) close() {
@@ -71,6 +72,7 @@ func (m *mailbox) close() {
 		}
 		delete(m.pending, k)
 	}
+	m.untrack()
 	unix.Close(m.fd)
 }
 

@@ -2,10 +2,12 @@ package comm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"purlin/config"
@@ -16,26 +18,43 @@ import (
 //
 // Phase 1 (init): it collects one hello per rank, refusing a wrong magic, a
 // rank out of range, a duplicate rank or a disagreeing nranks, and gives
-// up when not all ranks arrived within the timeout from the first arrival.
+// up when not all ranks arrived within the timeout from the first arrival,
+// or when no rank arrived within the timeout from its start (an unused id:
+// its listener and goroutine are released).
 // Phase 2 (relay): once all arrived it sends everyone the table, then
 // answers gather rounds (a round completes when every rank sent its value)
 // and tells the others when a rank leaves without a bye: it aborted, or its
 // connection ended (its process died).
 type server struct {
-	ln      net.Listener
-	magic   uint64
-	timeout time.Duration
+	ln         net.Listener
+	magic      uint64
+	timeout    time.Duration
+	unadmitted atomic.Int32 // connections accepted that have not said a valid hello yet
 
-	mu      sync.Mutex // guards everything below
-	nranks  int        // 0 until the first valid hello
-	conns   []*serverConn
-	arrived int
-	started bool        // the table was sent
-	failed  bool        // init failed or a rank dropped: no more gather rounds
-	queues  [][][]byte  // pending gather values per rank
-	rounds  uint64      // gather rounds answered: the next round's number
-	timer   *time.Timer // init deadline
+	mu       sync.Mutex // guards everything below
+	nranks   int        // 0 until the first valid hello
+	conns    []*serverConn
+	arrived  int
+	started  bool        // the table was sent
+	failed   bool        // init failed or a rank dropped: no more gather rounds
+	queues   [][][]byte  // pending gather values per rank
+	rounds   uint64      // gather rounds answered: the next round's number
+	timer    *time.Timer // fires at deadline
+	deadline time.Time   // of the first rank's arrival, then of the last's
 }
+
+// The rendezvous bounds what connections that have not said a valid hello
+// may hold: each must say it within helloTimeout (or the rendezvous'
+// timeout, if shorter), and at most maxUnadmitted wait at once; more are
+// closed at once. A rank says hello as soon as it connects.
+const (
+	helloTimeout  = 10 * time.Second
+	maxUnadmitted = 64
+)
+
+// acceptBackoffMax bounds the pause after a failed Accept (EMFILE, ENFILE,
+// ECONNABORTED...): such errors pass, so the rendezvous retries.
+const acceptBackoffMax = 500 * time.Millisecond
 
 type serverConn struct {
 	conn  net.Conn
@@ -50,8 +69,9 @@ type serverConn struct {
 var localServers sync.Map
 
 func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
-	s := &server{ln: ln, magic: magic, timeout: timeout}
+	s := &server{ln: trackListener(ln), magic: magic, timeout: timeout, deadline: time.Now().Add(timeout)}
 	localServers.Store(magic, s)
+	s.timer = time.AfterFunc(timeout, s.initTimedOut)
 	go s.accept()
 }
 
@@ -81,11 +101,27 @@ func (s *server) leaveLocked(sc *serverConn, bye bool, cause error) {
 	s.forgetIfDoneLocked()
 }
 
+// accept runs until the listener is closed (once every rank arrived, or on
+// failure). Any other error is taken as passing: a shortage of descriptors
+// must not end the rendezvous, so it backs off and retries.
 func (s *server) accept() {
+	var backoff time.Duration
 	for {
 		c, err := s.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
 		if err != nil {
-			return // closed once every rank arrived, or on failure
+			backoff = min(max(2*backoff, 5*time.Millisecond), acceptBackoffMax)
+			config.Tracef("rendezvous %#x: accept: %v; retrying in %v", s.magic, err, backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if s.unadmitted.Add(1) > maxUnadmitted {
+			s.unadmitted.Add(-1)
+			c.Close()
+			continue
 		}
 		go s.serve(&serverConn{conn: c})
 	}
@@ -104,23 +140,31 @@ func (sc *serverConn) reject(format string, args ...any) {
 }
 
 func (s *server) serve(sc *serverConn) {
-	sc.conn.SetReadDeadline(time.Now().Add(s.timeout))
-	kind, payload, err := readFrame(sc.conn)
-	if err != nil || kind != frameHello {
-		sc.conn.Close()
-		return
-	}
-	info, _, err := decodePeer(payload)
-	if err != nil {
-		sc.reject("%v", err)
-		return
-	}
-	sc.info = info
-	if !s.admit(sc) {
+	admitted := s.hello(sc)
+	s.unadmitted.Add(-1)
+	if !admitted {
 		return
 	}
 	sc.conn.SetReadDeadline(time.Time{})
 	s.relay(sc)
+}
+
+// hello reads a connection's hello (bounded by helloTimeout) and admits its
+// rank, or closes the connection.
+func (s *server) hello(sc *serverConn) bool {
+	sc.conn.SetReadDeadline(time.Now().Add(min(helloTimeout, s.timeout)))
+	kind, payload, err := readFrame(sc.conn)
+	if err != nil || kind != frameHello {
+		sc.conn.Close()
+		return false
+	}
+	info, _, err := decodePeer(payload)
+	if err != nil {
+		sc.reject("%v", err)
+		return false
+	}
+	sc.info = info
+	return s.admit(sc)
 }
 
 // admit registers a hello, or refuses it with a reason the rank reports.
@@ -149,7 +193,8 @@ func (s *server) admit(sc *serverConn) bool {
 		s.nranks = p.NRanks
 		s.conns = make([]*serverConn, p.NRanks)
 		s.queues = make([][][]byte, p.NRanks)
-		s.timer = time.AfterFunc(s.timeout, s.initTimedOut)
+		s.deadline = time.Now().Add(s.timeout) // the idle bound becomes the init bound
+		s.timer.Reset(s.timeout)
 	}
 	if s.conns[p.Rank] != nil {
 		sc.reject("rank %d was given twice (pids %d and %d): every rank must be unique", p.Rank, s.conns[p.Rank].info.Pid, p.Pid)
@@ -175,14 +220,22 @@ func (s *server) admit(sc *serverConn) bool {
 	return true
 }
 
+// initTimedOut ends a rendezvous whose ranks did not all arrive in time, or
+// an unused one, releasing its listener and its place in localServers: no
+// rank of this process can hold it (none was admitted to the end).
 func (s *server) initTimedOut() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.started || s.failed || time.Now().Before(s.deadline) { // a superseded firing
 		return
 	}
 	s.failed = true
 	s.ln.Close()
+	localServers.Delete(s.magic)
+	if s.nranks == 0 {
+		config.Tracef("rendezvous %#x: no rank arrived within %v; closed", s.magic, s.timeout)
+		return
+	}
 	var missing []int
 	for r, c := range s.conns {
 		if c == nil {

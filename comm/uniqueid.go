@@ -32,24 +32,31 @@ var idTag = [4]byte{'P', 'R', 'L', 'N'}
 
 // GetUniqueID starts a rendezvous server in this process and returns its
 // id. The server is a goroutine that waits for the ranks of one communicator
-// (bounded by PURLIN_TIMEOUT from the first rank's arrival), then relays
-// the ranks' bootstrap exchanges until every rank has left.
+// (bounded by PURLIN_TIMEOUT from the first rank's arrival; an id no rank
+// uses within PURLIN_TIMEOUT is released), then relays the ranks' bootstrap
+// exchanges until every rank has left.
 func GetUniqueID() (UniqueID, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return UniqueID{}, errs.New(errs.ErrSystem, "GetUniqueID: listen on loopback: %v", err)
+	}
+	return newUniqueID(ln, config.Get().Timeout)
+}
+
+// newUniqueID starts a rendezvous server on ln, bounded by timeout, and
+// returns its id.
+func newUniqueID(ln net.Listener, timeout time.Duration) (UniqueID, error) {
 	var magicBytes [8]byte
 	if _, err := rand.Read(magicBytes[:]); err != nil {
+		ln.Close()
 		return UniqueID{}, errs.New(errs.ErrSystem, "GetUniqueID: random magic: %v", err)
 	}
 	magic := binary.LittleEndian.Uint64(magicBytes[:])
 	if magic == 0 {
 		magic = 1
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return UniqueID{}, errs.New(errs.ErrSystem, "GetUniqueID: listen on loopback: %v", err)
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	startServer(ln, magic, config.Get().Timeout)
-	return encodeID(addr, magic), nil
+	startServer(ln, magic, timeout)
+	return encodeID(ln.Addr().(*net.TCPAddr), magic), nil
 }
 
 func encodeID(addr *net.TCPAddr, magic uint64) UniqueID {

@@ -65,7 +65,7 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclTimeout = 8, /* NCCL 2.30's value; Purlin returns it for PURLIN_TIMEOUT */
+  ncclTimeout = 8, /* NCCL 2.30's value; Purlin never returns it: a wait past PURLIN_TIMEOUT gives ncclRemoteError */
   ncclNumResults = 9
 } ncclResult_t;
 

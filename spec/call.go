@@ -70,6 +70,9 @@ func (c *Call) Validate() error {
 	}
 	in, out := c.Extents()
 	if in > MaxBytes || out > MaxBytes {
+		if c.Coll.Vectored() { // its sizes come from the counts and displacements, not Count
+			return invalid("%s: its counts and displacements span %d bytes to send and %d to receive of %s, too large (over %d bytes)", c.Coll, in, out, c.Type, uint64(MaxBytes))
+		}
 		return invalid("%s: count %d of %s is too large (over %d bytes)", c.Coll, c.Count, c.Type, uint64(MaxBytes))
 	}
 	if err := c.validatePointer("sendbuff", c.Send, in); err != nil {

@@ -47,6 +47,10 @@ func TestValidateRejectsEachBadArgument(t *testing.T) {
 			c.Coll = spec.ReduceScatterV
 			c.Counts, c.Displs = []uint64{1, 1, 1, spec.MaxBytes + 1}, []uint64{0, 1, 2, 3}
 		}, "too large"},
+		{"V extent huge", func(c *spec.Call) { // each slice is bounded, their span is not
+			c.Coll = spec.AllGatherV
+			c.Counts, c.Displs = []uint64{1, 1, 1, spec.MaxBytes}, []uint64{0, 1, 2, spec.MaxBytes}
+		}, "counts and displacements span 4 bytes to send and 8796093022208 to receive of float32, too large"},
 		{"alltoallv short", func(c *spec.Call) { c.Coll = spec.AllToAllV; c.SendCounts = []uint64{1} }, "need 4 send and receive"},
 		{"alltoallv overlap", func(c *spec.Call) {
 			c.Coll = spec.AllToAllV

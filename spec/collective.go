@@ -41,5 +41,11 @@ func (c Collective) Rooted() bool {
 	return d.In.Rooted || d.Out.Rooted
 }
 
+// Vectored reports whether the collective's sizes come from per-rank counts
+// and displacements rather than one count.
+func (c Collective) Vectored() bool {
+	return c == AllGatherV || c == ReduceScatterV || c == AllToAllV
+}
+
 // Reduces reports whether the collective consumes by reduction.
 func (c Collective) Reduces() bool { return definitions[c].Consume == ConsumeReduce }

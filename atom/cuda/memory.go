@@ -112,6 +112,7 @@ func (m vmm) export() (int, error) {
 	if r := driver.MemExportToShareableHandle(&fd, m.handle, memHandleTypePosixFD, 0); r != cuSuccess {
 		return -1, cuErr(r, "cuMemExportToShareableHandle")
 	}
+	syscall.CloseOnExec(int(fd)) // the driver's descriptor is inherited otherwise
 	return int(fd), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 
 	"purlin/atom"
 	"purlin/errs"
@@ -78,6 +79,7 @@ func inspect(ptr uintptr, size uint64, export bool) (userBuffer, error) {
 			return b, errs.New(errs.ErrInvalidArgument,
 				"window buffer %#x: its cuMem allocation cannot be exported as a POSIX fd (allocate it with ncclMemAlloc): %s", ptr, errorName(r))
 		}
+		syscall.CloseOnExec(int(fd)) // the driver's descriptor is inherited otherwise
 		b.fd = int(fd)
 	}
 	return b, nil

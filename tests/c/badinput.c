@@ -2,17 +2,20 @@
  * badinput.c: the bad-input suite. Rejected arguments (NULL pointers, huge
  * counts, bad dtype/op/root/peer, avg or PreMulSum on a float8 type on a
  * one-rank communicator, a destroyed communicator), ranks that disagree on a call, a rank SIGKILLed
- * mid-collective, and a fork() child without exec: each must give an error,
+ * mid-collective (also while its fork() child lives on), and a fork() child
+ * without exec: each must give an error,
  * never a hang, a crash or a silently wrong result, and the communicator
  * must stay usable after a rejected argument.
  * PURLIN_TIMEOUT is 3 s here (unless set), so the failure tests are quick.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,6 +216,48 @@ static void test_rejected_inside_group(void) {
   clique_destroy(&q);
 }
 
+/* A config whose blocking is neither 0 nor 1, and ncclCommInitRankScalable
+ * with no unique id: NCCL's ncclInvalidArgument, with a text naming the field. */
+static void test_bad_config_and_ids(void) {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return;
+  ncclComm_t c = NULL;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 7;
+  expect_rejected(ncclCommInitRankConfig(&c, 1, id, 0, &config), ncclInvalidArgument, NULL,
+                  "ncclCommInitRankConfig(blocking 7)", "blocking");
+  config.blocking = -1;
+  expect_rejected(ncclCommInitRankConfig(&c, 1, id, 0, &config), ncclInvalidArgument, NULL,
+                  "ncclCommInitRankConfig(blocking -1)", "blocking");
+  for (int nId = 0; nId >= -1; nId--) {
+    char call[64];
+    snprintf(call, sizeof call, "ncclCommInitRankScalable(nId %d)", nId);
+    expect_rejected(ncclCommInitRankScalable(&c, 1, 0, nId, &id, NULL), ncclInvalidArgument, NULL, call, "nId");
+    const char* text = ncclGetLastError(NULL);
+    EXPECT(!text || !strstr(text, "several"), "%s: last error \"%s\" speaks of several ids", call, text);
+  }
+}
+
+/* A buffer pointer that maps no memory, on the host Atom: the call (or the
+ * synchronize that runs it) fails, and the process lives. */
+static void test_unmapped_buffer(void) {
+  clique q;
+  if (clique_init(&q, 1) != 0) return;
+  size_t bytes = 1 << 20;
+  float* hole = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (hole == MAP_FAILED) {
+    FAILF("mmap: %s", strerror(errno));
+    clique_destroy(&q);
+    return;
+  }
+  munmap(hole, bytes);
+  float recv[64];
+  ncclResult_t rc = ncclAllReduce(hole, recv, 64, ncclFloat32, ncclSum, q.comms[0], NULL);
+  if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(q.comms[0]));
+  EXPECT(rc != ncclSuccess, "ncclAllReduce from an unmapped sendbuff succeeded");
+  ncclCommAbort(q.comms[0]); /* after a failed call, as NCCL asks */
+}
+
 int main(int argc, char** argv) {
   setenv("PURLIN_TIMEOUT", "3", 0);
   g_timeout_s = atof(getenv("PURLIN_TIMEOUT"));
@@ -224,6 +269,8 @@ int main(int argc, char** argv) {
   RUN(test_error_strings);
   RUN(test_null_out_pointers);
   RUN(test_bad_arguments);
+  RUN(test_bad_config_and_ids);
+  RUN(test_unmapped_buffer);
   RUN(test_float8_avg_premulsum);
   RUN(test_rejected_inside_group);
   RUN(test_destroyed_comm);
@@ -235,5 +282,6 @@ int main(int argc, char** argv) {
   RUN(test_mismatch_root_one_process);
   RUN(test_killed_rank);
   RUN(test_killed_rank_external);
+  RUN(test_killed_rank_forked_child);
   return harness_finish();
 }

@@ -21,6 +21,10 @@ enum {
   EXIT_OTHER = 50,      /* reported another error in time (a peer's abort that came first) */
 };
 
+/* How soon the peers of a rank killed while its fork() child lives on must
+ * learn of its death, in seconds (the workers' PURLIN_TIMEOUT is 4 times that). */
+enum { forked_child_s = 8 };
+
 int badinput_worker(int argc, char** argv);
 
 void test_destroyed_comm(void);
@@ -31,5 +35,6 @@ void test_mismatch_op(void);
 void test_mismatch_root(void);
 void test_killed_rank(void);
 void test_killed_rank_external(void);
+void test_killed_rank_forked_child(void);
 
 #endif

@@ -112,6 +112,18 @@ static void killed(const char* how) {
 void test_killed_rank(void) { killed("self"); }
 void test_killed_rank_external(void) { killed("external"); }
 
+/* The victim forks a child (no exec) that outlives it: the others must learn
+ * of its death within forked_child_s, not at PURLIN_TIMEOUT (long here). */
+void test_killed_rank_forked_child(void) {
+  char saved[32];
+  snprintf(saved, sizeof saved, "%s", getenv("PURLIN_TIMEOUT"));
+  char timeout[32];
+  snprintf(timeout, sizeof timeout, "%d", 4 * forked_child_s);
+  setenv("PURLIN_TIMEOUT", timeout, 1); /* for the workers */
+  killed("fork");
+  setenv("PURLIN_TIMEOUT", saved, 1);
+}
+
 /* A fork() child without exec shares the parent's communicators but not its
  * threads; any library call there must fail at once instead of hanging. */
 void test_fork_child(void) {

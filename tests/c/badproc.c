@@ -101,24 +101,38 @@ static int scenario_root(const char* what, int rank, int nranks, ncclComm_t comm
 }
 
 /* Ranks loop on AllReduce; the victim (the last rank) dies mid-collective:
- * by its own SIGKILL right after a launch ("self"), or the launcher's ("external"). */
+ * by its own SIGKILL right after a launch ("self"), or the launcher's
+ * ("external"); or ("fork") by its own SIGKILL while a child it forked
+ * (without exec) after init lives on: the others must still learn of the
+ * death within seconds (forked_child_s), though PURLIN_TIMEOUT is long. */
 static int scenario_kill(const char* how, int rank, int nranks, ncclComm_t comm) {
   size_t count = 1 << 20;
   float* send = calloc(count, 4);
   float* recv = calloc(count, 4);
   int victim = rank == nranks - 1;
+  int forked = !strcmp(how, "fork");
+  if (victim && forked) {
+    fflush(NULL);
+    if (fork() == 0) { /* outlives the victim by far; alarm ends it */
+      close(STDOUT_FILENO); /* the launcher's output pipe must not wait for it */
+      close(STDERR_FILENO);
+      alarm(3 * forked_child_s);
+      for (;;) pause();
+    }
+  }
+  double limit_s = forked ? forked_child_s : slack_s();
   double start = now_s();
   for (int it = 0; now_s() - start < 60; it++) {
     double t0 = now_s();
     ncclResult_t rc = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, NULL);
-    if (victim && !strcmp(how, "self") && it == 3) raise(SIGKILL);
+    if (victim && (!strcmp(how, "self") || forked) && it == 3) raise(SIGKILL);
     if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
     if (rc != ncclSuccess) {
       double took = now_s() - t0;
       fprintf(stderr, "  rank %d (kill %s): error %d at iteration %d after %.1f s: %s\n", rank, how, rc, it, took,
               ncclGetLastError(comm));
       ncclCommAbort(comm);
-      return took <= slack_s() ? EXIT_ERRORED : EXIT_SLOW;
+      return took <= limit_s ? EXIT_ERRORED : EXIT_SLOW;
     }
   }
   return EXIT_NO_ERROR;

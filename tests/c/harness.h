@@ -15,6 +15,7 @@
 void harness_init(const char* suite, unsigned seconds);
 int harness_finish(void);
 
+/* Runs fn as test name, unless HARNESS_ONLY is set and name lacks it. */
 void harness_run(const char* name, void (*fn)(void));
 #define RUN(fn) harness_run(#fn, fn)
 /* Runs fn with a name of its own (table-driven tests). */
