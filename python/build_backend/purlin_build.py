@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - listed in build-system.requires for these versions
     import tomli as tomllib
 
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # python/
 ROOT = os.path.dirname(PACKAGE_DIR)  # the repository
 LIBRARY = os.path.join(ROOT, "build", "python", "libpurlin.so")
 
