@@ -1,5 +1,6 @@
 # Purlin build. `make lib` builds build/libpurlin.so; `make test` runs every test.
-# Sub-makefiles add their own targets: csrc/kernels.mk (CUDA fatbin), cmd/purlin-perf/perf.mk.
+# Sub-makefiles add their own targets: csrc/kernels.mk (CUDA fatbin), cmd/purlin-perf/perf.mk,
+# python/python.mk (`make python`: pip install ./python).
 GO      ?= go
 BUILD   := $(CURDIR)/build
 LIB     := $(BUILD)/libpurlin.so
@@ -48,3 +49,4 @@ include tests/tests.mk
 -include csrc/kernels.mk
 -include cmd/purlin-perf/perf.mk
 -include packaging/install.mk
+include python/python.mk

@@ -20,7 +20,10 @@ import (
 
 // Settings are the library-wide settings.
 type Settings struct {
-	// Debug is PURLIN_DEBUG: "" (quiet), WARN, INFO or TRACE; log lines go to stderr.
+	// Debug is PURLIN_DEBUG: "" (quiet), WARN, INFO or TRACE; log lines go to
+	// stderr. When PURLIN_DEBUG is unset or empty, NCCL_DEBUG is read instead,
+	// so an NCCL user's habit carries over (its other levels, VERSION and
+	// ABORT, log nothing here).
 	Debug string
 	// Timeout is PURLIN_TIMEOUT in seconds (default 300): every wait for a
 	// peer, on the host and inside kernels, fails with a timeout after it.
@@ -73,7 +76,7 @@ func (s *Settings) apply() {
 
 func read() Settings {
 	s := Settings{
-		Debug:       strings.ToUpper(Getenv("PURLIN_DEBUG")),
+		Debug:       strings.ToUpper(debugLevel()),
 		Timeout:     300 * time.Second,
 		Atom:        strings.ToLower(Getenv("PURLIN_ATOM")),
 		GoMaxProcs:  atoi(Getenv("PURLIN_GOMAXPROCS"), 0),
@@ -90,6 +93,14 @@ func read() Settings {
 		s.HostWorkers = 1
 	}
 	return s
+}
+
+// debugLevel is PURLIN_DEBUG, or NCCL_DEBUG when PURLIN_DEBUG is unset or empty.
+func debugLevel() string {
+	if v := Getenv("PURLIN_DEBUG"); v != "" {
+		return v
+	}
+	return Getenv("NCCL_DEBUG")
 }
 
 func atoi(v string, def int) int {

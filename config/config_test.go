@@ -49,3 +49,25 @@ func TestGoMaxProcs(t *testing.T) {
 	require.Equal(t, 1, Reload().GoMaxProcs)
 	require.Equal(t, 1, runtime.GOMAXPROCS(0))
 }
+
+// TestDebugLevel: PURLIN_DEBUG sets the log level; when it is unset or
+// empty, NCCL_DEBUG does (either case), so NCCL users' habit carries over.
+func TestDebugLevel(t *testing.T) {
+	cases := []struct{ purlin, nccl, want string }{
+		{"", "", ""},
+		{"", "INFO", "INFO"},
+		{"", "warn", "WARN"},
+		{"", "TRACE", "TRACE"},
+		{"WARN", "INFO", "WARN"},
+		{"info", "", "INFO"},
+	}
+	t.Cleanup(func() { Reload() }) // runs after Setenv's restores
+	for _, tc := range cases {
+		t.Setenv("PURLIN_DEBUG", tc.purlin)
+		t.Setenv("NCCL_DEBUG", tc.nccl)
+		s := Reload()
+		require.Equal(t, tc.want, s.Debug, "PURLIN_DEBUG=%q NCCL_DEBUG=%q", tc.purlin, tc.nccl)
+		require.Equal(t, tc.want == "INFO" || tc.want == "TRACE", enabled("INFO"))
+		require.Equal(t, tc.want != "", enabled("WARN"))
+	}
+}

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # tests/run.sh: what `make test` runs. Every suite runs even when an earlier
-# one fails; each prints one closing "<suite>: N passed, M failed" line, and
-# the script exits non-zero if any suite failed.
+# one fails; each prints one line "<suite>: N passed, M failed" (a failed one
+# adds the lines of its log that say why), and the script exits non-zero if
+# any suite failed. A suite's whole output goes to build/test-logs/<suite>.log;
+# PURLIN_TEST_VERBOSE=1 also prints it as it runs.
 #   suites: go-vet, go-test (go test -race ./...), kernels (make kernels: nvcc
 #   from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
 #   diff (tests/diff: random programs against the float64 reference), install
 #   (make install, then examples/cpp built with pkg-config and with CMake),
-#   bench (tools/perfplot.py's tests, then make bench: its verdict and plot).
+#   bench (tools/perfplot.py's tests, then make bench: its verdict and plot),
+#   pyinstall (pip install ./python into a fresh virtual environment, then two
+#   processes all-reduce with it), readme (every code block of README.md).
 # PURLIN_TEST_SUITES="c abi" runs only those.
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
 make=${MAKE:-make}
-suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff install bench}
+suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff install bench pyinstall readme}
 summary=()
 failed_suites=0
+logs=$root/build/test-logs
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 
 note() { summary+=("$1"); echo "$1"; }
 
@@ -65,7 +71,7 @@ suite_abi() {
 # package's test requirements; the package itself is imported from python/.
 py=.venv/bin/python
 python_venv() {
-  if ! [ -x "$py" ] || ! "$py" -c 'import pytest, pytest_timeout, numpy' 2>/dev/null; then
+  if ! [ -x "$py" ] || ! "$py" -c 'import pytest, pytest_timeout, numpy, ml_dtypes' 2>/dev/null; then
     python3 -m venv .venv && "$py" -m pip install -q "pytest>=7" "pytest-timeout>=2" "numpy>=1.22" "ml_dtypes>=0.3"
   fi
 }
@@ -155,14 +161,79 @@ suite_bench() {
   [ "$failed" -eq 0 ]
 }
 
+# pyinstall: what a user does, `pip install './python[numpy]'` into a fresh
+# virtual environment (build/pyinstall/venv; the build backend builds the
+# library itself), then the NumPy example on two processes from another
+# folder, so the package and the library it ships are the installed ones.
+suite_pyinstall() {
+  local venv=$root/build/pyinstall/venv work=$root/build/pyinstall/work
+  rm -rf "$venv" "$work" && mkdir -p "$work" && python3 -m venv "$venv" &&
+    "$venv/bin/python" -m pip install -q "$root/python[numpy]" ||
+    { note "pyinstall: 0 passed, 1 failed (pip install './python[numpy]' into a fresh venv)"; return 1; }
+  local passed=0 failed=0
+  check() { # what command...
+    local what=$1; shift
+    if (cd "$work" && env -u PURLIN_LIBRARY -u PYTHONPATH PURLIN_ATOM=host PURLIN_TIMEOUT=20 "$@"); then
+      passed=$((passed + 1)); echo "PASS $what"
+    else failed=$((failed + 1)); echo "FAIL $what"; fi
+  }
+  check "the wheel is tagged for the platform" \
+    grep -qE '^Tag: py3-none-linux_' "$venv"/lib/python3*/site-packages/purlin-*.dist-info/WHEEL
+  check "the [test] extra is CI's suite (ml_dtypes, numpy, pytest, pytest-timeout)" bash -c \
+    'for r in numpy ml_dtypes pytest pytest-timeout; do grep -q "^Requires-Dist: $r[>=].*extra == \"test\"" $0/lib/python3*/site-packages/purlin-*.dist-info/METADATA || exit 1; done' "$venv"
+  check "the library loaded is the one inside the installed package" "$venv/bin/python" -c \
+    'import purlin._library as l, sys; p = l.library_path(); print(p); sys.exit(not p.startswith(sys.prefix))'
+  local out; out=$(cd "$work" && env -u PURLIN_LIBRARY -u PYTHONPATH PURLIN_ATOM=host PURLIN_TIMEOUT=20 \
+    timeout -k 5 120 "$venv/bin/python" "$root/python/examples/numpy_cpu.py" 2 2>&1)
+  echo "$out"
+  check "two processes all-reduce with the installed package" \
+    test "$(grep -c '^rank [01]: sum=3 ' <<<"$out")" -eq 2
+  note "pyinstall: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+
+# readme: every code block of README.md, as written (tests/readme/run.py).
+suite_readme() {
+  if ! $make --no-print-directory lib; then note "readme: 0 passed, 1 failed (build)"; return 1; fi
+  local log; log=$(mktemp)
+  python3 tests/readme/run.py "$root/build/readme" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  summary+=("$(grep -E '^readme: ' "$log" | tail -1)")
+  rm -f "$log"
+  return "$rc"
+}
+
+# The lines of a failed suite's log that say why: failures and errors with a
+# few lines of context, or else its last lines.
+cause() {
+  local why
+  why=$(grep -E -A4 '^(--- FAIL|FAIL|FAILED|ERROR|E  )|^gofmt:|: error|[Ee]rror:|panic:' "$1" | head -n 40)
+  [ -n "$why" ] || why=$(tail -n 15 "$1")
+  sed 's/^/    /' <<<"$why"
+}
+
+mkdir -p "$logs"
 for s in $suites; do
-  echo "===== $s"
   fn="suite_${s//-/_}"
-  if ! "$fn"; then failed_suites=$((failed_suites + 1)); fi
+  log=$logs/$s.log
+  before=${#summary[@]}
+  if [ -n "${PURLIN_TEST_VERBOSE:-}" ]; then
+    "$fn" > >(tee "$log") 2>&1; rc=$?
+  else
+    "$fn" >"$log" 2>&1; rc=$?
+  fi
+  [ "${#summary[@]}" -gt "$before" ] || summary+=("$s: 0 passed, 1 failed (no result)")
+  line=${summary[-1]}
+  [ -n "$line" ] || line="$s: 0 passed, 1 failed (no result)"
+  if [ "$rc" -ne 0 ]; then
+    failed_suites=$((failed_suites + 1))
+    echo "$line (log: ${log#"$root"/})"
+    cause "$log"
+  else
+    [ -n "${PURLIN_TEST_VERBOSE:-}" ] || echo "$line"
+  fi
 done
 
-echo "===== summary"
-printf '%s\n' "${summary[@]}"
 n=$(wc -w <<<"$suites")
 echo "make test: $((n - failed_suites)) suites passed, $failed_suites failed"
 [ "$failed_suites" -eq 0 ]

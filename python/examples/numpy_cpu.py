@@ -1,6 +1,6 @@
 """Several CPU processes sum NumPy arrays with Purlin's host Atom.
 
-    make python && pip install ./python      # or: PURLIN_LIBRARY=build/libpurlin.so
+    pip install './python[numpy]'        # builds libpurlin.so into the package
     python python/examples/numpy_cpu.py 4
 
 Rank 0 makes the UniqueId and hands its 128 bytes to the others through a

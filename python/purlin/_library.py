@@ -2,7 +2,7 @@
 
 The library is loaded once, on first use, from the first of these that loads:
   1. the file named by the PURLIN_LIBRARY environment variable;
-  2. lib/libpurlin.so inside this package (copied there by `make python`);
+  2. lib/libpurlin.so inside this package (built into the wheel by `pip install ./python`);
   3. the system search path (ctypes.util.find_library("purlin"), then "libpurlin.so").
 When none loads, LibraryNotFound (an ImportError) lists every path tried and why.
 """
@@ -107,7 +107,8 @@ def _bind(lib: ctypes.CDLL) -> List[str]:
 
 def _why_missing(label: str, path: str) -> Optional[str]:
     if label == "package" and not os.path.exists(path):
-        return "no such file (run `make python` to copy build/libpurlin.so there)"
+        return ("no such file (`pip install ./python` from a checkout of Purlin builds the library into the "
+                "package; or set PURLIN_LIBRARY to a libpurlin.so)")
     if label == LIBRARY_ENV and os.sep in path and not os.path.exists(path):
         return "no such file"
     return None

@@ -18,6 +18,10 @@ static double slack_s(void) { return g_timeout_s + 4; }
 
 /* ---------- worker side ---------- */
 
+/* The label of a worker's error line: "expected: " when the error is the
+ * outcome the scenario wants (so a log never reads like a failure), else none. */
+static const char* expected_label(int outcome) { return outcome == EXIT_ERRORED ? "expected: " : ""; }
+
 static int scenario_destroyed(void) {
   clique q;
   if (clique_init(&q, 2) != 0) return EXIT_INIT;
@@ -52,9 +56,12 @@ static int scenario_mismatch(const char* kind, int rank, ncclComm_t comm) {
   ncclResult_t rc = ncclAllReduce(send, recv, count, dt, op, comm, NULL);
   if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
   if (rc != ncclSuccess) {
-    fprintf(stderr, "  rank %d (mismatch %s): error %d after %.1f s: %s\n", rank, kind, rc, now_s() - t0, ncclGetLastError(comm));
+    double took = now_s() - t0;
+    int outcome = took <= slack_s() ? EXIT_ERRORED : EXIT_SLOW;
+    fprintf(stderr, "  %srank %d (mismatch %s): error %d after %.1f s: %s\n", expected_label(outcome), rank, kind, rc,
+            took, ncclGetLastError(comm));
     ncclCommAbort(comm);
-    return now_s() - t0 <= slack_s() ? EXIT_ERRORED : EXIT_SLOW;
+    return outcome;
   }
   float want = op == ncclMax ? 2.0f : 3.0f;
   for (size_t i = 0; i < count; i++) {
@@ -93,11 +100,12 @@ static int scenario_root(const char* what, int rank, int nranks, ncclComm_t comm
     return EXIT_NO_ERROR;
   }
   const char* text = ncclGetLastError(comm);
-  fprintf(stderr, "  rank %d (root %s): error %d after %.1f s: %s\n", rank, what, rc, took, text);
   int disagree = text && strstr(text, "disagree");
+  int outcome = took >= g_timeout_s ? EXIT_SLOW : disagree ? EXIT_ERRORED : EXIT_OTHER;
+  fprintf(stderr, "  %srank %d (root %s): error %d after %.1f s: %s\n", expected_label(outcome), rank, what, rc, took,
+          text);
   ncclCommAbort(comm);
-  if (took >= g_timeout_s) return EXIT_SLOW;
-  return disagree ? EXIT_ERRORED : EXIT_OTHER;
+  return outcome;
 }
 
 /* Ranks loop on AllReduce; the victim (the last rank) dies mid-collective:
@@ -129,10 +137,11 @@ static int scenario_kill(const char* how, int rank, int nranks, ncclComm_t comm)
     if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
     if (rc != ncclSuccess) {
       double took = now_s() - t0;
-      fprintf(stderr, "  rank %d (kill %s): error %d at iteration %d after %.1f s: %s\n", rank, how, rc, it, took,
-              ncclGetLastError(comm));
+      int outcome = took <= limit_s ? EXIT_ERRORED : EXIT_SLOW;
+      fprintf(stderr, "  %srank %d (kill %s): error %d at iteration %d after %.1f s: %s\n", expected_label(outcome), rank,
+              how, rc, it, took, ncclGetLastError(comm));
       ncclCommAbort(comm);
-      return took <= limit_s ? EXIT_ERRORED : EXIT_SLOW;
+      return outcome;
     }
   }
   return EXIT_NO_ERROR;
