@@ -14,17 +14,19 @@ import (
 // server is the rendezvous of one communicator. It lives in the process that
 // called GetUniqueID, as goroutines: one accepting, one reading each rank.
 //
-// Phase 1 (init): it collects one hello per rank, refusing a wrong magic, a
-// rank out of range, a duplicate rank or a disagreeing nranks, and gives
+// Phase 1 (init): it authenticates every connection (wire.go's handshake;
+// at most maxHandshakes at once, each within handshakeTimeout), then
+// collects one hello per rank, refusing a rank out of range, a duplicate rank or a disagreeing nranks, and gives
 // up when not all ranks arrived within the timeout from the first arrival.
 // Phase 2 (relay): once all arrived it sends everyone the table, then
 // answers gather rounds (a round completes when every rank sent its value)
 // and tells the others when a rank leaves without a bye: it aborted, or its
 // connection ended (its process died).
 type server struct {
-	ln      net.Listener
-	magic   uint64
-	timeout time.Duration
+	ln         net.Listener
+	key        jobKey
+	timeout    time.Duration
+	handshakes chan struct{} // a slot per connection not yet authenticated
 
 	mu      sync.Mutex // guards everything below
 	nranks  int        // 0 until the first valid hello
@@ -45,13 +47,23 @@ type serverConn struct {
 	ready bool // hello accepted; guarded by server.mu
 }
 
-// localServers holds the rendezvous servers this process started, by magic,
-// so a rank living in the same process can leave synchronously (leaveLocal).
+// localServers holds the rendezvous servers this process started, by
+// jobKey, so a rank living in the same process can leave synchronously
+// (leaveLocal).
 var localServers sync.Map
 
-func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
-	s := &server{ln: ln, magic: magic, timeout: timeout}
-	localServers.Store(magic, s)
+const (
+	// maxHandshakes bounds the connections a server authenticates at once;
+	// later ones wait in the listen backlog until a slot frees.
+	maxHandshakes = 16
+	// handshakeTimeout bounds one connection's handshake (or the server's
+	// timeout, when shorter): a real rank answers the challenge at once.
+	handshakeTimeout = 10 * time.Second
+)
+
+func startServer(ln net.Listener, key jobKey, timeout time.Duration) {
+	s := &server{ln: ln, key: key, timeout: timeout, handshakes: make(chan struct{}, maxHandshakes)}
+	localServers.Store(key, s)
 	go s.accept()
 }
 
@@ -87,6 +99,7 @@ func (s *server) accept() {
 		if err != nil {
 			return // closed once every rank arrived, or on failure
 		}
+		s.handshakes <- struct{}{} // freed by serve within handshakeTimeout
 		go s.serve(&serverConn{conn: c})
 	}
 }
@@ -104,23 +117,41 @@ func (sc *serverConn) reject(format string, args ...any) {
 }
 
 func (s *server) serve(sc *serverConn) {
-	sc.conn.SetReadDeadline(time.Now().Add(s.timeout))
-	kind, payload, err := readFrame(sc.conn)
-	if err != nil || kind != frameHello {
-		sc.conn.Close()
+	ok := s.handshake(sc)
+	<-s.handshakes
+	if !ok {
+		sc.conn.Close() // nothing said: an intruder learns nothing
 		return
 	}
-	info, _, err := decodePeer(payload)
-	if err != nil {
-		sc.reject("%v", err)
-		return
-	}
-	sc.info = info
 	if !s.admit(sc) {
 		return
 	}
-	sc.conn.SetReadDeadline(time.Time{})
 	s.relay(sc)
+}
+
+// handshake authenticates a new connection (wire.go) and reads its
+// PeerInfo; false means close it unanswered.
+func (s *server) handshake(sc *serverConn) bool {
+	sc.conn.SetDeadline(time.Now().Add(min(s.timeout, handshakeTimeout)))
+	defer sc.conn.SetDeadline(time.Time{})
+	serverNonce, err := newNonce()
+	if err != nil || writeFrame(sc.conn, frameChallenge, serverNonce) != nil {
+		return false
+	}
+	kind, payload, err := readFrame(sc.conn, maxHelloFrame)
+	if err != nil || kind != frameHello {
+		return false
+	}
+	info, clientNonce, ok := decodeHello(&s.key, serverNonce, payload)
+	if !ok {
+		return false
+	}
+	welcome := welcomeProof(&s.key, serverNonce, clientNonce)
+	if writeFrame(sc.conn, frameWelcome, welcome[:]) != nil {
+		return false
+	}
+	sc.info = info
+	return true
 }
 
 // admit registers a hello, or refuses it with a reason the rank reports.
@@ -129,14 +160,11 @@ func (s *server) admit(sc *serverConn) bool {
 	defer s.mu.Unlock()
 	p := sc.info
 	switch {
-	case p.Magic != s.magic:
-		sc.reject("rank %d presented magic %#x, but this rendezvous is %#x: the unique id is stale or belongs to another communicator", p.Rank, p.Magic, s.magic)
-		return false
 	case s.failed || s.started:
 		sc.reject("rank %d arrived after the rendezvous closed", p.Rank)
 		return false
-	case p.NRanks < 1:
-		sc.reject("rank %d asked for %d ranks", p.Rank, p.NRanks)
+	case p.NRanks < 1 || p.NRanks > maxRanks:
+		sc.reject("rank %d asked for %d ranks (at most %d)", p.Rank, p.NRanks, maxRanks)
 		return false
 	case s.nranks != 0 && p.NRanks != s.nranks:
 		sc.reject("rank %d says there are %d ranks, but earlier ranks said %d", p.Rank, p.NRanks, s.nranks)
@@ -171,7 +199,7 @@ func (s *server) admit(sc *serverConn) bool {
 	for _, c := range s.conns {
 		c.send(frameTable, table)
 	}
-	config.Tracef("rendezvous %#x: all %d ranks arrived", s.magic, s.nranks)
+	config.Tracef("rendezvous %016x: all %d ranks arrived", s.key.tag(), s.nranks)
 	return true
 }
 
@@ -199,7 +227,7 @@ func (s *server) initTimedOut() {
 // relay serves one rank after its hello until it leaves.
 func (s *server) relay(sc *serverConn) {
 	for {
-		kind, payload, err := readFrame(sc.conn)
+		kind, payload, err := readFrame(sc.conn, maxFrame)
 		if err != nil {
 			s.drop(sc, err)
 			return
@@ -296,9 +324,9 @@ func (s *server) dropLocked(sc *serverConn, cause error) {
 	why := droppedAborted
 	if cause != nil {
 		why = droppedLost
-		config.Warnf("rendezvous %#x: rank %d (pid %d) left without a bye (its connection ended: %v)", s.magic, sc.info.Rank, sc.info.Pid, cause)
+		config.Warnf("rendezvous %016x: rank %d (pid %d) left without a bye (its connection ended: %v)", s.key.tag(), sc.info.Rank, sc.info.Pid, cause)
 	} else {
-		config.Warnf("rendezvous %#x: rank %d (pid %d) aborted its communicator", s.magic, sc.info.Rank, sc.info.Pid)
+		config.Warnf("rendezvous %016x: rank %d (pid %d) aborted its communicator", s.key.tag(), sc.info.Rank, sc.info.Pid)
 	}
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(sc.info.Rank))
 	msg = append(msg, why)
@@ -321,5 +349,5 @@ func (s *server) forgetIfDoneLocked() {
 			return
 		}
 	}
-	localServers.Delete(s.magic)
+	localServers.Delete(s.key)
 }
