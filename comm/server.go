@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,7 +27,8 @@ type server struct {
 	ln         net.Listener
 	key        jobKey
 	timeout    time.Duration
-	handshakes chan struct{} // a slot per connection not yet authenticated
+	hmu        sync.Mutex // guards handshakes
+	handshakes []pendingConn
 
 	mu      sync.Mutex // guards everything below
 	nranks  int        // 0 until the first valid hello
@@ -37,6 +39,12 @@ type server struct {
 	queues  [][][]byte  // pending gather values per rank
 	rounds  uint64      // gather rounds answered: the next round's number
 	timer   *time.Timer // init deadline
+}
+
+// pendingConn is a connection not yet authenticated, since when.
+type pendingConn struct {
+	conn  net.Conn
+	since time.Time
 }
 
 type serverConn struct {
@@ -53,16 +61,20 @@ type serverConn struct {
 var localServers sync.Map
 
 const (
-	// maxHandshakes bounds the connections a server authenticates at once;
-	// later ones wait in the listen backlog until a slot frees.
-	maxHandshakes = 16
+	// maxHandshakes bounds the connections a server authenticates at once.
+	// When a new one comes while all are taken, the oldest is closed once it
+	// had handshakeGrace to prove itself (a real rank needs a round trip):
+	// idle intruders cannot keep the real ranks out, nor can a flood of
+	// connections push a real rank out before it answers.
+	maxHandshakes  = 16
+	handshakeGrace = 500 * time.Millisecond
 	// handshakeTimeout bounds one connection's handshake (or the server's
-	// timeout, when shorter): a real rank answers the challenge at once.
+	// timeout, when shorter).
 	handshakeTimeout = 10 * time.Second
 )
 
 func startServer(ln net.Listener, key jobKey, timeout time.Duration) {
-	s := &server{ln: ln, key: key, timeout: timeout, handshakes: make(chan struct{}, maxHandshakes)}
+	s := &server{ln: ln, key: key, timeout: timeout}
 	localServers.Store(key, s)
 	go s.accept()
 }
@@ -99,7 +111,7 @@ func (s *server) accept() {
 		if err != nil {
 			return // closed once every rank arrived, or on failure
 		}
-		s.handshakes <- struct{}{} // freed by serve within handshakeTimeout
+		s.startHandshake(c)
 		go s.serve(&serverConn{conn: c})
 	}
 }
@@ -116,9 +128,35 @@ func (sc *serverConn) reject(format string, args ...any) {
 	sc.conn.Close()
 }
 
+// startHandshake takes a handshake slot for c, closing the oldest
+// connection still in its handshake when all are taken (waiting until it
+// had handshakeGrace).
+func (s *server) startHandshake(c net.Conn) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	for len(s.handshakes) >= maxHandshakes {
+		if wait := handshakeGrace - time.Since(s.handshakes[0].since); wait > 0 {
+			s.hmu.Unlock()
+			time.Sleep(wait)
+			s.hmu.Lock()
+			continue
+		}
+		s.handshakes[0].conn.Close()
+		s.handshakes = s.handshakes[1:]
+	}
+	s.handshakes = append(s.handshakes, pendingConn{c, time.Now()})
+}
+
+// endHandshake frees c's handshake slot, if it still has one.
+func (s *server) endHandshake(c net.Conn) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.handshakes = slices.DeleteFunc(s.handshakes, func(p pendingConn) bool { return p.conn == c })
+}
+
 func (s *server) serve(sc *serverConn) {
 	ok := s.handshake(sc)
-	<-s.handshakes
+	s.endHandshake(sc.conn)
 	if !ok {
 		sc.conn.Close() // nothing said: an intruder learns nothing
 		return
