@@ -105,13 +105,13 @@ func idSecretHex(id *UniqueID) []string {
 // challenge (a random nonce), never a table, a refusal text or the secret.
 func assertLearnedNothing(t *testing.T, id *UniqueID, got []byte) {
 	t.Helper()
+	for _, h := range idSecretHex(id) {
+		assert.NotContains(t, string(got), h, "the intruder saw the secret")
+	}
 	for len(got) >= 5 {
 		kind, n := got[0], int(binary.LittleEndian.Uint32(got[1:5]))
 		assert.Equal(t, frameChallenge, kind, "an intruder was sent frame %d: %q", kind, got)
 		got = got[min(len(got), 5+n):]
-	}
-	for _, h := range idSecretHex(id) {
-		assert.NotContains(t, string(got), h, "the intruder saw the secret")
 	}
 }
 
