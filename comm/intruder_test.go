@@ -335,3 +335,78 @@ func TestHelloRankBound(t *testing.T) {
 	assert.Contains(t, err.Error(), "at most")
 	jobWorks(t, startJob(t, &id, 2, 10*time.Second)())
 }
+
+// Real jobs succeed while intruders keep attacking them every way above at
+// once: probing hellos claiming ranks, frames claiming 64 MiB, idle
+// connections, and descriptors forged to every mailbox.
+func TestJobSucceedsUnderAttack(t *testing.T) {
+	const jobs, n = 6, 4
+	var mu sync.Mutex
+	tried := map[string]int{}
+	count := func(kind string) { mu.Lock(); tried[kind]++; mu.Unlock() }
+	for j := range jobs {
+		id, err := GetUniqueID()
+		require.NoError(t, err)
+		addr, _, err := id.decode()
+		require.NoError(t, err)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		attacker := func(kind string, once func()) {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					once()
+					count(kind)
+				}
+			})
+		}
+		attacker("hello", func() {
+			assertLearnedNothing(t, &id, attack(t, addr.String(), j%n, []int{n, 8, 2147483647}[j%3]))
+		})
+		attacker("big frame", func() {
+			c, err := net.Dial("tcp", addr.String())
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				return
+			}
+			c.Write([]byte{frameGather, 0, 0, 0, 4})
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			got, _ := io.ReadAll(c)
+			c.Close()
+			assertLearnedNothing(t, &id, got)
+		})
+		attacker("idle connection", func() {
+			c, err := net.Dial("tcp", addr.String())
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			c.Close()
+		})
+		attacker("forged mail", func() {
+			sock, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
+			if err != nil {
+				return
+			}
+			defer unix.Close(sock)
+			for _, name := range purlinSockets(t) {
+				msg := binary.LittleEndian.AppendUint32(nil, mailFD)
+				msg = binary.LittleEndian.AppendUint32(msg, uint32(j%n))
+				msg = binary.LittleEndian.AppendUint64(msg, 0)
+				msg = append(msg, make([]byte, 32)...)
+				unix.Sendmsg(sock, msg, unix.UnixRights(sock), &unix.SockaddrUnix{Name: name}, unix.MSG_DONTWAIT)
+			}
+			time.Sleep(time.Millisecond)
+		})
+		time.Sleep(50 * time.Millisecond) // the intruders are first
+		jobWorks(t, startJob(t, &id, n, 20*time.Second)())
+		close(stop)
+		wg.Wait()
+	}
+	t.Logf("%d jobs of %d ranks succeeded under %v attacks", jobs, n, tried)
+}
