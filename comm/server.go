@@ -147,16 +147,19 @@ func (s *server) startHandshake(c net.Conn) {
 	s.handshakes = append(s.handshakes, pendingConn{c, time.Now()})
 }
 
-// endHandshake frees c's handshake slot, if it still has one.
-func (s *server) endHandshake(c net.Conn) {
+// endHandshake frees c's handshake slot and says whether it still had one
+// (false: c was closed to make room).
+func (s *server) endHandshake(c net.Conn) bool {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
+	n := len(s.handshakes)
 	s.handshakes = slices.DeleteFunc(s.handshakes, func(p pendingConn) bool { return p.conn == c })
+	return len(s.handshakes) < n
 }
 
 func (s *server) serve(sc *serverConn) {
 	ok := s.handshake(sc)
-	s.endHandshake(sc.conn)
+	s.endHandshake(sc.conn) // when the handshake failed
 	if !ok {
 		sc.conn.Close() // nothing said: an intruder learns nothing
 		return
@@ -181,7 +184,7 @@ func (s *server) handshake(sc *serverConn) bool {
 		return false
 	}
 	info, clientNonce, ok := decodeHello(&s.key, serverNonce, payload)
-	if !ok {
+	if !ok || !s.endHandshake(sc.conn) {
 		return false
 	}
 	welcome := welcomeProof(&s.key, serverNonce, clientNonce)
