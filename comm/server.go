@@ -17,8 +17,9 @@ import (
 //
 // Phase 1 (init): it authenticates every connection (wire.go's handshake;
 // at most maxHandshakes at once, each within handshakeTimeout), then
-// collects one hello per rank, refusing a rank out of range, a duplicate rank or a disagreeing nranks, and gives
-// up when not all ranks arrived within the timeout from the first arrival.
+// collects one hello per rank, refusing a rank out of range, a duplicate
+// rank or a disagreeing nranks, and gives up when not all ranks arrived
+// within the timeout from the first arrival.
 // Phase 2 (relay): once all arrived it sends everyone the table, then
 // answers gather rounds (a round completes when every rank sent its value)
 // and tells the others when a rank leaves without a bye: it aborted, or its
