@@ -129,12 +129,12 @@ func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
 	if err != nil {
 		return err
 	}
+	if kind != frameChallenge || len(serverNonce) != nonceBytes {
+		return errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous sent no challenge (frame %d)", b.rank, kind)
+	}
 	clientNonce, err := newNonce()
 	if err != nil {
 		return err
-	}
-	if kind != frameChallenge || len(serverNonce) != nonceBytes {
-		return errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous sent no challenge (frame %d)", b.rank, kind)
 	}
 	if err := writeFrame(b.conn, frameHello, encodeHello(&b.key, serverNonce, clientNonce, me)); err != nil {
 		return errs.New(errs.ErrSystem, "CommInitRank rank %d: send hello: %v", b.rank, err)
