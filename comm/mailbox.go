@@ -27,15 +27,20 @@ import (
 // holder of the unique id can make one, for that rank only. The kernel adds
 // the sender's credentials (SO_PASSCRED); a message whose sender is not of
 // this process's user (or PURLIN_PEER_UIDS), or whose hmac is wrong, is
-// dropped unread, its descriptor closed. Valid messages that arrive before
-// they are asked for are kept (fast peers may be a round ahead).
+// dropped unread, its descriptor closed. A goroutine empties the socket as
+// messages come, so a flood of forged ones cannot fill its queue and keep
+// the ranks' own out; valid messages wait in pending until asked for (fast
+// peers may be a round ahead).
 type mailbox struct {
 	fd   int
 	key  jobKey
 	rank int
 
-	mu      sync.Mutex // one receiver at a time; guards pending
+	mu      sync.Mutex // guards pending
 	pending map[mailKey]mail
+	arrived chan struct{} // a message was put in pending (buffered 1)
+	closing atomic.Bool
+	done    chan struct{} // closed when the reader goroutine exits
 }
 
 type mailKey struct {
@@ -70,7 +75,43 @@ func openMailbox(key jobKey, rank int) (*mailbox, error) {
 		unix.Close(fd)
 		return nil, errs.New(errs.ErrSystem, "bootstrap: bind rank %d's mailbox: %v (is rank %d initialised twice with one unique id?)", rank, err, rank)
 	}
-	return &mailbox{fd: fd, key: key, rank: rank, pending: map[mailKey]mail{}}, nil
+	m := &mailbox{fd: fd, key: key, rank: rank, pending: map[mailKey]mail{},
+		arrived: make(chan struct{}, 1), done: make(chan struct{})}
+	go m.read()
+	return m, nil
+}
+
+// read moves every valid message into pending until close.
+func (m *mailbox) read() {
+	defer close(m.done)
+	buf := make([]byte, mailMax)
+	oob := make([]byte, unix.CmsgSpace(4*4)+unix.CmsgSpace(unix.SizeofUcred))
+	for !m.closing.Load() {
+		n, oobn, _, _, err := unix.Recvmsg(m.fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			pfd := []unix.PollFd{{Fd: int32(m.fd), Events: unix.POLLIN}}
+			unix.Poll(pfd, 200) // close's shutdown wakes it
+			continue
+		}
+		if err != nil {
+			config.Warnf("bootstrap: rank %d recvmsg: %v", m.rank, err)
+			return
+		}
+		ml, key, ok := parseMail(&m.key, m.rank, buf[:n], oob[:oobn])
+		if !ok {
+			continue // not from a rank of this job: dropped unread
+		}
+		m.mu.Lock()
+		if old, dup := m.pending[key]; dup && old.fd >= 0 {
+			unix.Close(old.fd)
+		}
+		m.pending[key] = ml
+		m.mu.Unlock()
+		select {
+		case m.arrived <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // mailMACOf is the hmac of a message to rank dst (msg: header and payload).
@@ -79,6 +120,9 @@ func mailMACOf(key *jobKey, dst int, msg []byte) [32]byte {
 }
 
 func (m *mailbox) close() {
+	m.closing.Store(true)
+	unix.Shutdown(m.fd, unix.SHUT_RD)
+	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, ml := range m.pending {
@@ -126,36 +170,26 @@ func (m *mailbox) send(dst int, kind uint32, seq uint64, payload []byte, fd int,
 // recv returns the message (kind, src, seq), waiting until deadline or abort.
 // The caller owns the returned fd.
 func (m *mailbox) recv(kind uint32, src int, seq uint64, deadline time.Time, abort *atomic.Bool) ([]byte, int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	want := mailKey{kind, uint32(src), seq}
-	buf := make([]byte, mailMax)
-	oob := make([]byte, unix.CmsgSpace(4*4)+unix.CmsgSpace(unix.SizeofUcred))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		if ml, ok := m.pending[want]; ok {
-			delete(m.pending, want)
+		m.mu.Lock()
+		ml, ok := m.pending[want]
+		delete(m.pending, want)
+		m.mu.Unlock()
+		if ok {
 			return ml.payload, ml.fd, nil
 		}
-		n, oobn, _, _, err := unix.Recvmsg(m.fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if err == unix.EAGAIN || err == unix.EINTR {
-			if err := waitCheck(deadline, abort, "rank %d waiting for rank %d's message %d/%d", m.rank, src, kind, seq); err != nil {
-				return nil, -1, err
-			}
-			pfd := []unix.PollFd{{Fd: int32(m.fd), Events: unix.POLLIN}}
-			unix.Poll(pfd, 20)
-			continue
+		if err := waitCheck(deadline, abort, "rank %d waiting for rank %d's message %d/%d", m.rank, src, kind, seq); err != nil {
+			return nil, -1, err
 		}
-		if err != nil {
-			return nil, -1, errs.New(errs.ErrSystem, "bootstrap: rank %d recvmsg: %v", m.rank, err)
+		select {
+		case <-m.arrived:
+		case <-m.done:
+			return nil, -1, errs.New(errs.ErrSystem, "bootstrap: rank %d's mailbox stopped receiving", m.rank)
+		case <-tick.C:
 		}
-		ml, key, ok := parseMail(&m.key, m.rank, buf[:n], oob[:oobn])
-		if !ok {
-			continue // not from a rank of this job: dropped unread
-		}
-		if old, dup := m.pending[key]; dup && old.fd >= 0 {
-			unix.Close(old.fd)
-		}
-		m.pending[key] = ml
 	}
 }
 
