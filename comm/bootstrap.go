@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"crypto/hmac"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -31,7 +32,7 @@ import (
 // late reply is dropped.
 type bootstrap struct {
 	rank, nranks int
-	magic        uint64     // the rendezvous's; finds it in localServers when this process hosts it
+	key          jobKey     // the unique id's secret; finds the rendezvous in localServers when this process hosts it
 	peers        []PeerInfo // immutable after connect
 	timeout      time.Duration
 	conn         net.Conn
@@ -73,15 +74,15 @@ type dropped struct {
 // every rank arrived (bounded by timeout).
 // Closing cancel ends the wait early with ErrAborted.
 func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, cancel <-chan struct{}) (*bootstrap, error) {
-	addr, magic, err := id.decode()
+	addr, key, err := id.decode()
 	if err != nil {
 		return nil, err
 	}
-	if nranks < 1 || rank < 0 || rank >= nranks {
-		return nil, errs.New(errs.ErrInvalidArgument, "CommInitRank: rank %d is not a rank of %d", rank, nranks)
+	if nranks < 1 || nranks > maxRanks || rank < 0 || rank >= nranks {
+		return nil, errs.New(errs.ErrInvalidArgument, "CommInitRank: rank %d is not a rank of %d (at most %d ranks)", rank, nranks, maxRanks)
 	}
 	deadline := deadlineFrom(timeout)
-	mail, err := openMailbox(magic, rank)
+	mail, err := openMailbox(key, rank)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +93,8 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	}
 	conn := trackConn(raw)
 	host, _ := os.Hostname()
-	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host, Magic: magic}
-	b := &bootstrap{rank: rank, nranks: nranks, magic: magic, timeout: timeout, conn: conn, mail: mail,
+	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host}
+	b := &bootstrap{rank: rank, nranks: nranks, key: key, timeout: timeout, conn: conn, mail: mail,
 		done: make(chan struct{})}
 	helloDone := make(chan struct{})
 	go func() {
@@ -121,18 +122,35 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	return b, nil
 }
 
+// hello runs the handshake (wire.go) and waits for every rank's record.
 func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
 	b.conn.SetDeadline(deadline)
 	defer b.conn.SetDeadline(time.Time{})
-	if err := writeFrame(b.conn, frameHello, me.encode()); err != nil {
+	kind, serverNonce, err := b.helloRead(maxHelloFrame)
+	if err != nil {
+		return err
+	}
+	if kind != frameChallenge || len(serverNonce) != nonceBytes {
+		return errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous sent no challenge (frame %d)", b.rank, kind)
+	}
+	clientNonce, err := newNonce()
+	if err != nil {
+		return err
+	}
+	if err := writeFrame(b.conn, frameHello, encodeHello(&b.key, serverNonce, clientNonce, me)); err != nil {
 		return errs.New(errs.ErrSystem, "CommInitRank rank %d: send hello: %v", b.rank, err)
 	}
-	kind, payload, err := readFrame(b.conn)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		return errs.New(errs.ErrTimeout, "CommInitRank rank %d of %d: not every rank arrived at the rendezvous within the timeout", b.rank, b.nranks)
-	}
+	kind, proof, err := b.helloRead(maxHelloFrame)
 	if err != nil {
-		return errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous closed the connection: %v", b.rank, err)
+		return err
+	}
+	want := welcomeProof(&b.key, serverNonce, clientNonce)
+	if kind != frameWelcome || !hmac.Equal(proof, want[:]) {
+		return errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous did not prove it knows the unique id's secret", b.rank)
+	}
+	kind, payload, err := b.helloRead(maxFrame)
+	if err != nil {
+		return err
 	}
 	switch kind {
 	case frameReject:
@@ -151,12 +169,24 @@ func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
 	return nil
 }
 
+// helloRead reads one frame of the handshake, of at most max bytes.
+func (b *bootstrap) helloRead(max uint32) (byte, []byte, error) {
+	kind, payload, err := readFrame(b.conn, max)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return 0, nil, errs.New(errs.ErrTimeout, "CommInitRank rank %d of %d: not every rank arrived at the rendezvous within the timeout", b.rank, b.nranks)
+	}
+	if err != nil {
+		return 0, nil, errs.New(errs.ErrRemote, "CommInitRank rank %d: the rendezvous closed the connection (a unique id that is stale, belongs to another communicator or was altered is refused so): %v", b.rank, err)
+	}
+	return kind, payload, nil
+}
+
 // read delivers gather replies and turns a lost connection into onDrop. It
 // never waits for anyone, so a departure is told whatever the exchanges do.
 func (b *bootstrap) read() {
 	defer close(b.done)
 	for {
-		kind, payload, err := readFrame(b.conn)
+		kind, payload, err := readFrame(b.conn, maxFrame)
 		if err != nil {
 			if !b.leaving.Load() && !b.hostLeft.Load() {
 				// Every rank may be gone with the rendezvous' process, and no
@@ -369,7 +399,7 @@ func (b *bootstrap) close(bye bool) {
 	if b.leaving.Swap(true) {
 		return
 	}
-	if s, ok := localServers.Load(b.magic); ok { // our process hosts the rendezvous
+	if s, ok := localServers.Load(b.key); ok { // our process hosts the rendezvous
 		s.(*server).leaveLocal(b.rank, bye)
 	}
 	kind := frameAbort

@@ -17,9 +17,9 @@ import (
 func TestUniqueIDRoundTrip(t *testing.T) {
 	id, err := GetUniqueID()
 	require.NoError(t, err)
-	addr, magic, err := id.decode()
+	addr, key, err := id.decode()
 	require.NoError(t, err)
-	assert.NotZero(t, magic)
+	assert.NotZero(t, key)
 	assert.NotZero(t, addr.Port)
 	other, err := GetUniqueID()
 	require.NoError(t, err)
@@ -163,13 +163,13 @@ func TestRendezvousRefusals(t *testing.T) {
 		}
 		<-done
 	})
-	t.Run("wrong magic", func(t *testing.T) {
+	t.Run("wrong secret", func(t *testing.T) {
 		id, err := GetUniqueID()
 		require.NoError(t, err)
 		id[24] ^= 0xff
 		_, err = connect(&id, 0, 1, 0, time.Second, nil)
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "magic")
+		assert.ErrorIs(t, err, errs.ErrRemote)
+		assert.Contains(t, err.Error(), "closed the connection")
 	})
 	t.Run("timeout", func(t *testing.T) {
 		id, err := GetUniqueID()

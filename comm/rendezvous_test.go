@@ -117,44 +117,6 @@ func TestRendezvousSurvivesDescriptorShortage(t *testing.T) {
 	}
 }
 
-// TestRendezvousIdleConnectionsAreBounded: connections that never say hello
-// are capped and time out, so they cannot keep a rank out.
-func TestRendezvousIdleConnectionsAreBounded(t *testing.T) {
-	id, err := newUniqueID(loopbackListener(t), 20*time.Second)
-	require.NoError(t, err)
-	addr, _, err := id.decode()
-	require.NoError(t, err)
-	var idle []net.Conn
-	defer func() {
-		for _, c := range idle {
-			c.Close()
-		}
-	}()
-	for range 2 * maxUnadmitted {
-		c, err := net.Dial("tcp", addr.String())
-		require.NoError(t, err)
-		idle = append(idle, c)
-	}
-	closed := 0
-	for _, c := range idle {
-		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			closed++
-		}
-	}
-	require.GreaterOrEqual(t, closed, maxUnadmitted, "of %d idle connections, only %d were closed at once", len(idle), closed)
-	s, ok := localServers.Load(mustMagic(t, id))
-	require.True(t, ok)
-	require.LessOrEqual(t, s.(*server).unadmitted.Load(), int32(maxUnadmitted))
-}
-
-func mustMagic(t testing.TB, id UniqueID) uint64 {
-	t.Helper()
-	_, magic, err := id.decode()
-	require.NoError(t, err)
-	return magic
-}
-
 // TestUnusedIDReleased: an id no rank uses within the timeout releases its
 // listener, its goroutine and its place in localServers.
 func TestUnusedIDReleased(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"purlin/config"
@@ -16,20 +16,23 @@ import (
 // server is the rendezvous of one communicator. It lives in the process that
 // called GetUniqueID, as goroutines: one accepting, one reading each rank.
 //
-// Phase 1 (init): it collects one hello per rank, refusing a wrong magic, a
-// rank out of range, a duplicate rank or a disagreeing nranks, and gives
-// up when not all ranks arrived within the timeout from the first arrival,
-// or when no rank arrived within the timeout from its start (an unused id:
-// its listener and goroutine are released).
+// Phase 1 (init): it authenticates every connection (wire.go's handshake;
+// at most maxHandshakes at once, each within handshakeTimeout), then
+// collects one hello per rank, refusing a rank out of range, a duplicate
+// rank or a disagreeing nranks, and gives up when not all ranks arrived
+// within the timeout from the first arrival, or when no rank arrived within
+// the timeout from its start (an unused id: its listener and goroutine are
+// released).
 // Phase 2 (relay): once all arrived it sends everyone the table, then
 // answers gather rounds (a round completes when every rank sent its value)
 // and tells the others when a rank leaves without a bye: it aborted, or its
 // connection ended (its process died).
 type server struct {
 	ln         net.Listener
-	magic      uint64
+	key        jobKey
 	timeout    time.Duration
-	unadmitted atomic.Int32 // connections accepted that have not said a valid hello yet
+	hmu        sync.Mutex // guards handshakes
+	handshakes []pendingConn
 
 	mu       sync.Mutex // guards everything below
 	nranks   int        // 0 until the first valid hello
@@ -43,18 +46,15 @@ type server struct {
 	deadline time.Time   // of the first rank's arrival, then of the last's
 }
 
-// The rendezvous bounds what connections that have not said a valid hello
-// may hold: each must say it within helloTimeout (or the rendezvous'
-// timeout, if shorter), and at most maxUnadmitted wait at once; more are
-// closed at once. A rank says hello as soon as it connects.
-const (
-	helloTimeout  = 10 * time.Second
-	maxUnadmitted = 64
-)
-
 // acceptBackoffMax bounds the pause after a failed Accept (EMFILE, ENFILE,
 // ECONNABORTED...): such errors pass, so the rendezvous retries.
 const acceptBackoffMax = 500 * time.Millisecond
+
+// pendingConn is a connection not yet authenticated, since when.
+type pendingConn struct {
+	conn  net.Conn
+	since time.Time
+}
 
 type serverConn struct {
 	conn  net.Conn
@@ -64,13 +64,27 @@ type serverConn struct {
 	ready bool // hello accepted; guarded by server.mu
 }
 
-// localServers holds the rendezvous servers this process started, by magic,
-// so a rank living in the same process can leave synchronously (leaveLocal).
+// localServers holds the rendezvous servers this process started, by
+// jobKey, so a rank living in the same process can leave synchronously
+// (leaveLocal).
 var localServers sync.Map
 
-func startServer(ln net.Listener, magic uint64, timeout time.Duration) {
-	s := &server{ln: trackListener(ln), magic: magic, timeout: timeout, deadline: time.Now().Add(timeout)}
-	localServers.Store(magic, s)
+const (
+	// maxHandshakes bounds the connections a server authenticates at once.
+	// When a new one comes while all are taken, the oldest is closed once it
+	// had handshakeGrace to prove itself (a real rank needs a round trip):
+	// idle intruders cannot keep the real ranks out, nor can a flood of
+	// connections push a real rank out before it answers.
+	maxHandshakes  = 16
+	handshakeGrace = 500 * time.Millisecond
+	// handshakeTimeout bounds one connection's handshake (or the server's
+	// timeout, when shorter).
+	handshakeTimeout = 10 * time.Second
+)
+
+func startServer(ln net.Listener, key jobKey, timeout time.Duration) {
+	s := &server{ln: trackListener(ln), key: key, timeout: timeout, deadline: time.Now().Add(timeout)}
+	localServers.Store(key, s)
 	s.timer = time.AfterFunc(timeout, s.initTimedOut)
 	go s.accept()
 }
@@ -113,16 +127,12 @@ func (s *server) accept() {
 		}
 		if err != nil {
 			backoff = min(max(2*backoff, 5*time.Millisecond), acceptBackoffMax)
-			config.Tracef("rendezvous %#x: accept: %v; retrying in %v", s.magic, err, backoff)
+			config.Tracef("rendezvous %016x: accept: %v; retrying in %v", s.key.tag(), err, backoff)
 			time.Sleep(backoff)
 			continue
 		}
 		backoff = 0
-		if s.unadmitted.Add(1) > maxUnadmitted {
-			s.unadmitted.Add(-1)
-			c.Close()
-			continue
-		}
+		s.startHandshake(c)
 		go s.serve(&serverConn{conn: c})
 	}
 }
@@ -139,32 +149,71 @@ func (sc *serverConn) reject(format string, args ...any) {
 	sc.conn.Close()
 }
 
+// startHandshake takes a handshake slot for c, closing the oldest
+// connection still in its handshake when all are taken (waiting until it
+// had handshakeGrace).
+func (s *server) startHandshake(c net.Conn) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	for len(s.handshakes) >= maxHandshakes {
+		if wait := handshakeGrace - time.Since(s.handshakes[0].since); wait > 0 {
+			s.hmu.Unlock()
+			time.Sleep(wait)
+			s.hmu.Lock()
+			continue
+		}
+		s.handshakes[0].conn.Close()
+		s.handshakes = s.handshakes[1:]
+	}
+	s.handshakes = append(s.handshakes, pendingConn{c, time.Now()})
+}
+
+// endHandshake frees c's handshake slot and says whether it still had one
+// (false: c was closed to make room).
+func (s *server) endHandshake(c net.Conn) bool {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	n := len(s.handshakes)
+	s.handshakes = slices.DeleteFunc(s.handshakes, func(p pendingConn) bool { return p.conn == c })
+	return len(s.handshakes) < n
+}
+
 func (s *server) serve(sc *serverConn) {
-	admitted := s.hello(sc)
-	s.unadmitted.Add(-1)
-	if !admitted {
+	ok := s.handshake(sc)
+	s.endHandshake(sc.conn) // when the handshake failed
+	if !ok {
+		sc.conn.Close() // nothing said: an intruder learns nothing
 		return
 	}
-	sc.conn.SetReadDeadline(time.Time{})
+	if !s.admit(sc) {
+		return
+	}
 	s.relay(sc)
 }
 
-// hello reads a connection's hello (bounded by helloTimeout) and admits its
-// rank, or closes the connection.
-func (s *server) hello(sc *serverConn) bool {
-	sc.conn.SetReadDeadline(time.Now().Add(min(helloTimeout, s.timeout)))
-	kind, payload, err := readFrame(sc.conn)
-	if err != nil || kind != frameHello {
-		sc.conn.Close()
+// handshake authenticates a new connection (wire.go) and reads its
+// PeerInfo; false means close it unanswered.
+func (s *server) handshake(sc *serverConn) bool {
+	sc.conn.SetDeadline(time.Now().Add(min(s.timeout, handshakeTimeout)))
+	defer sc.conn.SetDeadline(time.Time{})
+	serverNonce, err := newNonce()
+	if err != nil || writeFrame(sc.conn, frameChallenge, serverNonce) != nil {
 		return false
 	}
-	info, _, err := decodePeer(payload)
-	if err != nil {
-		sc.reject("%v", err)
+	kind, payload, err := readFrame(sc.conn, maxHelloFrame)
+	if err != nil || kind != frameHello {
+		return false
+	}
+	info, clientNonce, ok := decodeHello(&s.key, serverNonce, payload)
+	if !ok || !s.endHandshake(sc.conn) {
+		return false
+	}
+	welcome := welcomeProof(&s.key, serverNonce, clientNonce)
+	if writeFrame(sc.conn, frameWelcome, welcome[:]) != nil {
 		return false
 	}
 	sc.info = info
-	return s.admit(sc)
+	return true
 }
 
 // admit registers a hello, or refuses it with a reason the rank reports.
@@ -173,14 +222,11 @@ func (s *server) admit(sc *serverConn) bool {
 	defer s.mu.Unlock()
 	p := sc.info
 	switch {
-	case p.Magic != s.magic:
-		sc.reject("rank %d presented magic %#x, but this rendezvous is %#x: the unique id is stale or belongs to another communicator", p.Rank, p.Magic, s.magic)
-		return false
 	case s.failed || s.started:
 		sc.reject("rank %d arrived after the rendezvous closed", p.Rank)
 		return false
-	case p.NRanks < 1:
-		sc.reject("rank %d asked for %d ranks", p.Rank, p.NRanks)
+	case p.NRanks < 1 || p.NRanks > maxRanks:
+		sc.reject("rank %d asked for %d ranks (at most %d)", p.Rank, p.NRanks, maxRanks)
 		return false
 	case s.nranks != 0 && p.NRanks != s.nranks:
 		sc.reject("rank %d says there are %d ranks, but earlier ranks said %d", p.Rank, p.NRanks, s.nranks)
@@ -216,7 +262,7 @@ func (s *server) admit(sc *serverConn) bool {
 	for _, c := range s.conns {
 		c.send(frameTable, table)
 	}
-	config.Tracef("rendezvous %#x: all %d ranks arrived", s.magic, s.nranks)
+	config.Tracef("rendezvous %016x: all %d ranks arrived", s.key.tag(), s.nranks)
 	return true
 }
 
@@ -231,9 +277,9 @@ func (s *server) initTimedOut() {
 	}
 	s.failed = true
 	s.ln.Close()
-	localServers.Delete(s.magic)
+	localServers.Delete(s.key)
 	if s.nranks == 0 {
-		config.Tracef("rendezvous %#x: no rank arrived within %v; closed", s.magic, s.timeout)
+		config.Tracef("rendezvous %016x: no rank arrived within %v; closed", s.key.tag(), s.timeout)
 		return
 	}
 	var missing []int
@@ -252,7 +298,7 @@ func (s *server) initTimedOut() {
 // relay serves one rank after its hello until it leaves.
 func (s *server) relay(sc *serverConn) {
 	for {
-		kind, payload, err := readFrame(sc.conn)
+		kind, payload, err := readFrame(sc.conn, maxFrame)
 		if err != nil {
 			s.drop(sc, err)
 			return
@@ -349,9 +395,9 @@ func (s *server) dropLocked(sc *serverConn, cause error) {
 	why := droppedAborted
 	if cause != nil {
 		why = droppedLost
-		config.Warnf("rendezvous %#x: rank %d (pid %d) left without a bye (its connection ended: %v)", s.magic, sc.info.Rank, sc.info.Pid, cause)
+		config.Warnf("rendezvous %016x: rank %d (pid %d) left without a bye (its connection ended: %v)", s.key.tag(), sc.info.Rank, sc.info.Pid, cause)
 	} else {
-		config.Warnf("rendezvous %#x: rank %d (pid %d) aborted its communicator", s.magic, sc.info.Rank, sc.info.Pid)
+		config.Warnf("rendezvous %016x: rank %d (pid %d) aborted its communicator", s.key.tag(), sc.info.Rank, sc.info.Pid)
 	}
 	msg := binary.LittleEndian.AppendUint32(nil, uint32(sc.info.Rank))
 	msg = append(msg, why)
@@ -374,5 +420,5 @@ func (s *server) forgetIfDoneLocked() {
 			return
 		}
 	}
-	localServers.Delete(s.magic)
+	localServers.Delete(s.key)
 }

@@ -1,6 +1,8 @@
 package comm
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"encoding/binary"
 	"io"
 
@@ -11,8 +13,16 @@ import (
 //
 //	[kind u8][length u32 little-endian][payload]
 //
-// Ranks talk only to the rendezvous server: hello -> table (or reject),
-// then gather rounds, then bye (or abort). Gather round i pairs every rank's
+// Ranks talk only to the rendezvous server: challenge -> hello -> welcome
+// -> table (or reject), then gather rounds, then bye (or abort).
+//
+// The handshake authenticates both ends with the unique id's secret, which
+// never travels: the server sends a random nonce (frameChallenge); the rank
+// answers with its own nonce, its PeerInfo and an HMAC over both nonces and
+// the PeerInfo (frameHello); the server checks it in constant time, then
+// proves the secret back with an HMAC over both nonces (frameWelcome). Until
+// the hello is verified a frame may be at most maxHelloFrame bytes, and a
+// wrong proof (or anything else) closes the connection with nothing said. Gather round i pairs every rank's
 // i-th value, and its reply carries i, so a rank matches each reply to its
 // own exchange. The server tells the others when a rank aborts or its
 // connection ends without a bye (its process died).
@@ -27,7 +37,9 @@ const (
 	// process said bye, so that process may exit, and the server with it, at
 	// any time: a connection lost after this is the end of the run, not a death.
 	frameHostLeft
-	frameAbort // rank -> server: I leave on failure (Abort, a failed init): tell the others
+	frameAbort     // rank -> server: I leave on failure (Abort, a failed init): tell the others
+	frameChallenge // server -> rank: [server nonce]
+	frameWelcome   // server -> rank: [hmac]: the server knows the secret too
 )
 
 // Why a rank left without a bye, as frameDropped says.
@@ -45,8 +57,17 @@ func droppedError(who int, why byte, seenBy int) error {
 	return errs.New(errs.ErrRemote, "rank %d's process exited or died without destroying its communicator (seen by rank %d)", who, seenBy)
 }
 
-// maxFrame bounds a frame, so a garbage length cannot make us allocate a lot.
-const maxFrame = 64 << 20
+const (
+	// maxFrame bounds a frame from an authenticated peer, so a garbage
+	// length cannot make us allocate a lot.
+	maxFrame = 64 << 20
+	// maxHelloFrame bounds every frame before the peer is authenticated.
+	maxHelloFrame = 4 << 10
+	// maxRanks bounds the ranks a hello may claim, before any allocation.
+	maxRanks   = 1 << 16
+	nonceBytes = 32
+	proofBytes = 32
+)
 
 func writeFrame(w io.Writer, kind byte, payload []byte) error {
 	buf := make([]byte, 5+len(payload))
@@ -57,14 +78,16 @@ func writeFrame(w io.Writer, kind byte, payload []byte) error {
 	return err
 }
 
-func readFrame(r io.Reader) (byte, []byte, error) {
+// readFrame reads one frame of at most max payload bytes; a larger one is
+// an error before anything is allocated or read past its header.
+func readFrame(r io.Reader, max uint32) (byte, []byte, error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.LittleEndian.Uint32(hdr[1:5])
-	if n > maxFrame {
-		return 0, nil, errs.New(errs.ErrRemote, "bootstrap: frame of %d bytes is larger than %d", n, maxFrame)
+	if n > max {
+		return 0, nil, errs.New(errs.ErrRemote, "bootstrap: frame of %d bytes is larger than %d", n, max)
 	}
 	payload := make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
@@ -78,12 +101,10 @@ type PeerInfo struct {
 	Rank, NRanks int
 	Pid, Device  int
 	Host         string
-	Magic        uint64
 }
 
 func (p PeerInfo) encode() []byte {
-	b := make([]byte, 0, 32+len(p.Host))
-	b = binary.LittleEndian.AppendUint64(b, p.Magic)
+	b := make([]byte, 0, peerFixed+len(p.Host))
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(p.Rank)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(p.NRanks)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(p.Pid)))
@@ -92,24 +113,70 @@ func (p PeerInfo) encode() []byte {
 	return append(b, p.Host...)
 }
 
+// peerFixed is the size of a PeerInfo record without its host name.
+const peerFixed = 18
+
 // decodePeer reads one PeerInfo and returns the rest of b.
 func decodePeer(b []byte) (PeerInfo, []byte, error) {
-	if len(b) < 26 {
+	if len(b) < peerFixed {
 		return PeerInfo{}, nil, errs.New(errs.ErrRemote, "bootstrap: truncated peer record (%d bytes)", len(b))
 	}
 	p := PeerInfo{
-		Magic:  binary.LittleEndian.Uint64(b[0:8]),
-		Rank:   int(int32(binary.LittleEndian.Uint32(b[8:12]))),
-		NRanks: int(int32(binary.LittleEndian.Uint32(b[12:16]))),
-		Pid:    int(int32(binary.LittleEndian.Uint32(b[16:20]))),
-		Device: int(int32(binary.LittleEndian.Uint32(b[20:24]))),
+		Rank:   int(int32(binary.LittleEndian.Uint32(b[0:4]))),
+		NRanks: int(int32(binary.LittleEndian.Uint32(b[4:8]))),
+		Pid:    int(int32(binary.LittleEndian.Uint32(b[8:12]))),
+		Device: int(int32(binary.LittleEndian.Uint32(b[12:16]))),
 	}
-	n := int(binary.LittleEndian.Uint16(b[24:26]))
-	if len(b) < 26+n {
+	n := int(binary.LittleEndian.Uint16(b[16:18]))
+	if len(b) < peerFixed+n {
 		return PeerInfo{}, nil, errs.New(errs.ErrRemote, "bootstrap: truncated host name")
 	}
-	p.Host = string(b[26 : 26+n])
-	return p, b[26+n:], nil
+	p.Host = string(b[peerFixed : peerFixed+n])
+	return p, b[peerFixed+n:], nil
+}
+
+// newNonce returns a fresh random nonce.
+func newNonce() ([]byte, error) {
+	n := make([]byte, nonceBytes)
+	if _, err := rand.Read(n); err != nil {
+		return nil, errs.New(errs.ErrSystem, "bootstrap: random nonce: %v", err)
+	}
+	return n, nil
+}
+
+// encodeHello is a rank's answer to the server's challenge serverNonce:
+// [client nonce][hmac(server nonce, client nonce, PeerInfo)][PeerInfo].
+func encodeHello(key *jobKey, serverNonce, clientNonce []byte, p PeerInfo) []byte {
+	info := p.encode()
+	proof := key.mac("purlin hello", serverNonce, clientNonce, info)
+	b := make([]byte, 0, nonceBytes+proofBytes+len(info))
+	b = append(b, clientNonce...)
+	b = append(b, proof[:]...)
+	return append(b, info...)
+}
+
+// decodeHello checks a hello against the challenge serverNonce and returns
+// its PeerInfo and client nonce; ok is false for anything but a hello made
+// with the secret for this challenge (compared in constant time).
+func decodeHello(key *jobKey, serverNonce, b []byte) (p PeerInfo, clientNonce []byte, ok bool) {
+	if len(b) < nonceBytes+proofBytes {
+		return PeerInfo{}, nil, false
+	}
+	clientNonce, proof, info := b[:nonceBytes], b[nonceBytes:nonceBytes+proofBytes], b[nonceBytes+proofBytes:]
+	want := key.mac("purlin hello", serverNonce, clientNonce, info)
+	if !hmac.Equal(proof, want[:]) {
+		return PeerInfo{}, nil, false
+	}
+	p, rest, err := decodePeer(info)
+	if err != nil || len(rest) != 0 {
+		return PeerInfo{}, nil, false
+	}
+	return p, clientNonce, true
+}
+
+// welcomeProof is the server's proof that it knows the secret too.
+func welcomeProof(key *jobKey, serverNonce, clientNonce []byte) [32]byte {
+	return key.mac("purlin welcome", serverNonce, clientNonce)
 }
 
 // encodeGatherReply packs gather round's values, one byte string per rank:

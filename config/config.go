@@ -41,6 +41,11 @@ type Settings struct {
 	// StageBytes is PURLIN_STAGE_BYTES: bytes of one half of the collective
 	// staging area (host default 8 MiB, CUDA default 64 MiB; 0 means the Atom's default).
 	StageBytes uint64
+	// PeerUIDs is PURLIN_PEER_UIDS: user ids, comma-separated, whose
+	// processes may be ranks on this host besides the process's own user
+	// (default none). A local peer's messages are checked by the kernel's
+	// credentials of its sender.
+	PeerUIDs []int
 }
 
 // settings holds the current Settings, swapped whole by Reload: Get may run
@@ -85,6 +90,11 @@ func read() Settings {
 	}
 	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
 		s.Timeout = time.Duration(v * float64(time.Second))
+	}
+	for _, f := range strings.Split(Getenv("PURLIN_PEER_UIDS"), ",") {
+		if uid, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && uid >= 0 {
+			s.PeerUIDs = append(s.PeerUIDs, uid)
+		}
 	}
 	if s.Atom == "" {
 		s.Atom = "auto"

@@ -15,7 +15,9 @@ func TestReloadSeesNewValues(t *testing.T) {
 	t.Cleanup(func() { Reload() }) // runs after Setenv's restores
 	t.Setenv("PURLIN_TIMEOUT", "7")
 	t.Setenv("PURLIN_HOST_WORKERS", "0")
+	t.Setenv("PURLIN_PEER_UIDS", "1000, x,1001")
 	s := Reload()
+	require.Equal(t, []int{1000, 1001}, s.PeerUIDs, "ids that are not numbers are ignored")
 	require.Equal(t, 7*time.Second, s.Timeout)
 	require.Equal(t, 1, s.HostWorkers, "fewer than one worker is raised to one")
 	require.Equal(t, s, Get())

@@ -4,7 +4,8 @@
 # adds the lines of its log that say why), and the script exits non-zero if
 # any suite failed. A suite's whole output goes to build/test-logs/<suite>.log;
 # PURLIN_TEST_VERBOSE=1 also prints it as it runs.
-#   suites: go-vet, go-test (go test -race ./...), kernels (make kernels: nvcc
+#   suites: go-vet, go-test (go test -race ./...), go-fuzz (each Fuzz test of
+#   comm, the decoders of what peers send, for PURLIN_FUZZ_TIME, 5s), kernels (make kernels: nvcc
 #   from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
 #   diff (tests/diff: random programs against the float64 reference), install
 #   (make install, then examples/cpp built with pkg-config and with CMake),
@@ -16,7 +17,7 @@ set -u
 cd "$(dirname "$0")/.."
 root=$PWD
 make=${MAKE:-make}
-suites=${PURLIN_TEST_SUITES:-go-vet go-test kernels c abi python diff install bench pyinstall readme}
+suites=${PURLIN_TEST_SUITES:-go-vet go-test go-fuzz kernels c abi python diff install bench pyinstall readme}
 summary=()
 failed_suites=0
 logs=$root/build/test-logs
@@ -41,6 +42,16 @@ suite_go_test() {
   rm -f "$log"
   note "go-test: $p packages passed, $f failed"
   [ "$rc" -eq 0 ]
+}
+
+suite_go_fuzz() {
+  local p=0 f=0 t
+  for t in $(go test -list '^Fuzz' ./comm | grep '^Fuzz'); do
+    if go test -run='^$' -fuzz="^$t\$" -fuzztime="${PURLIN_FUZZ_TIME:-5s}" ./comm; then p=$((p + 1)); else f=$((f + 1)); fi
+  done
+  [ $((p + f)) -gt 0 ] || f=1
+  note "go-fuzz: $p passed, $f failed"
+  [ "$f" -eq 0 ]
 }
 
 suite_kernels() {
