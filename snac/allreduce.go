@@ -20,7 +20,7 @@ func shard(length uint64, n, q int) (off, size uint64) {
 
 func (b *builder) emitAllReducePackets(c *spec.Call) {
 	length := c.Count * uint64(c.Type.Size())
-	check := callCheck(c)
+	check := b.check
 	for w := range b.g.workers {
 		lo, hi := b.g.span(length, w)
 		for q := range b.n {
@@ -39,7 +39,7 @@ func (b *builder) emitAllReducePackets(c *spec.Call) {
 
 func (b *builder) emitAllReduceStaged(c *spec.Call) {
 	length := c.Count * uint64(c.Type.Size())
-	check := callCheck(c)
+	check := b.check
 	g := b.g
 	longest := uint64(0)
 	for q := range b.n {

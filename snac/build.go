@@ -53,7 +53,6 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		b.p2p, b.peer, b.sender = true, c.Peer, c.IsSend
 	}
 	b.writes = x.writes()
-	b.agree, b.check = c.Coll.Rooted() && c.NRanks > 1, callCheck(c)
 	if k := b.chunkCount(x); k > maxChunks {
 		return nil, errs.New(errs.ErrUnsupported, "snac: %d chunks per worker (at most %d)", k, maxChunks)
 	}

@@ -16,8 +16,8 @@ type builder struct {
 	sender bool     // p2p: this rank sends
 	steps  [][]Step // per worker
 	writes bool     // this rank writes staging or packets (needs the done head)
-	// agree: worker 0 exchanges check, the call's check word, with every
-	// rank before it waits for any (rooted collectives, see agree.go).
+	// check is the call's check word; agree: worker 0 exchanges it with
+	// every rank before it waits for any (rooted collectives, see agree.go).
 	agree bool
 	check uint64
 	// premul is set for a PreMulSum reduction: this rank's input meets its
@@ -28,6 +28,7 @@ type builder struct {
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
 	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
+		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c),
 		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
 }
 
