@@ -35,8 +35,8 @@ const (
 
 // merge returns snac.Merge(plans...), the same *Plan every time for the same
 // parts: an Atom recognises a Plan by its pointer (atom/cuda uploads each
-// new one, which also may not happen during graph capture beyond a small
-// arena), so a group's merged point-to-point Plan must be stable.
+// new one, into device memory it keeps for the rank's life), so a group's
+// merged point-to-point Plan must be stable.
 func (p *planner) merge(plans []*snac.Plan) (*snac.Plan, error) {
 	if len(plans) > mergeKeyParts {
 		return snac.Merge(plans...)

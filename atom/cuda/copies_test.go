@@ -27,6 +27,11 @@ type modelDevice struct {
 	next    devicePtr
 	pending map[cuStream][]func() // staged copies, by stream
 	launch  cuStream
+	// capturing: launch is being captured into a graph in global mode, where
+	// an allocation or a wait made in any thread not in relaxed mode
+	// invalidates the capture (cudaStreamBeginCapture); mode is the thread's.
+	capturing bool
+	mode      uint32
 }
 
 const modelContext cuContext = 0x100
@@ -38,8 +43,21 @@ func useModelDevice(t *testing.T, launch cuStream) *modelDevice {
 	t.Cleanup(func() { driver = saved })
 	m := &modelDevice{t: t, mem: map[devicePtr][]byte{}, next: 1 << 20, pending: map[cuStream][]func(){}, launch: launch}
 	driver.CtxGetCurrent = func(c *cuContext) cuResult { *c = modelContext; return cuSuccess }
-	driver.StreamIsCapturing = func(_ cuStream, st *uint32) cuResult { *st = streamCaptureStatusNone; return cuSuccess }
+	driver.StreamIsCapturing = func(s cuStream, st *uint32) cuResult {
+		*st = streamCaptureStatusNone
+		if s == m.launch && m.capturing {
+			*st = streamCaptureStatusActive
+		}
+		return cuSuccess
+	}
+	driver.ThreadExchangeStreamCaptureMode = func(mode *uint32) cuResult {
+		*mode, m.mode = m.mode, *mode
+		return cuSuccess
+	}
 	driver.MemAlloc = func(p *devicePtr, size uintptr) cuResult {
+		if m.unsafe("cuMemAlloc") {
+			return cuErrorCaptureUnsupported
+		}
 		*p = m.next
 		m.mem[m.next] = bytes.Repeat([]byte{0xA5}, int(size))
 		m.next += devicePtr(size+255) &^ 255
@@ -47,11 +65,17 @@ func useModelDevice(t *testing.T, launch cuStream) *modelDevice {
 	}
 	driver.MemFree = func(p devicePtr) cuResult { delete(m.mem, p); return cuSuccess }
 	driver.MemcpyHtoDAsync = func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult {
+		if s == m.launch && m.capturing {
+			t.Errorf("copied on the stream being captured: the graph would copy again at every replay")
+		}
 		staged := bytes.Clone(unsafe.Slice((*byte)(src), size))
 		m.pending[s] = append(m.pending[s], func() { copy(m.at(dst, len(staged)), staged) })
 		return cuSuccess
 	}
 	driver.StreamSynchronize = func(s cuStream) cuResult {
+		if m.unsafe("cuStreamSynchronize") {
+			return cuErrorCaptureUnsupported
+		}
 		if s == m.launch {
 			t.Errorf("waited for the caller's stream, where a kernel waits for a peer")
 			return cuSuccess
@@ -67,6 +91,16 @@ func useModelDevice(t *testing.T, launch cuStream) *modelDevice {
 		return cuSuccess
 	}
 	return m
+}
+
+// unsafe reports (and fails the test for) a call that would invalidate the
+// capture in progress.
+func (m *modelDevice) unsafe(call string) bool {
+	if m.capturing && m.mode != streamCaptureModeRelaxed {
+		m.t.Errorf("%s during a global-mode capture, in capture mode %d: the capture is invalidated", call, m.mode)
+		return true
+	}
+	return false
 }
 
 // at is device memory [p, p+n) inside one allocation.
@@ -114,10 +148,10 @@ func TestCopiesHaveLandedOnReturn(t *testing.T) {
 	t.Run("plan upload", func(t *testing.T) {
 		m := useModelDevice(t, launch)
 		var c plans
-		d, err := c.upload(plan, launch, copies)
+		d, err := c.upload(plan, copies)
 		require.NoError(t, err)
 		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "the first byte of the %d-byte Plan a kernel launched now would not read", len(image))
-		again, err := c.upload(plan, launch, copies)
+		again, err := c.upload(plan, copies)
 		require.NoError(t, err)
 		require.Same(t, d, again, "uploaded once")
 	})
@@ -130,4 +164,32 @@ func TestCopiesHaveLandedOnReturn(t *testing.T) {
 		require.NoError(t, w.Write(0, 1000, src))
 		require.Equal(t, -1, m.stale(buf+1000, src), "the first byte written that a kernel launched now would not read")
 	})
+}
+
+// TestPlansFirstSeenDuringCapture: while the caller's stream is being
+// captured in global mode (PyTorch's default), a Plan of a new shape is
+// uploaded like any other, to device memory and landed on return, without
+// invalidating the capture (the thread is in relaxed mode for the upload
+// only) and without a limit on how many: 40 Plans of about 800 KB each, where a
+// fixed arena of host-mapped memory held 1 MiB a rank and refused the rest.
+func TestPlansFirstSeenDuringCapture(t *testing.T) {
+	const launch, copies cuStream = 0x51, 0x52
+	m := useModelDevice(t, launch)
+	m.capturing, m.mode = true, streamCaptureModeGlobal
+	var c plans
+	total := 0
+	for i := range 40 {
+		call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: uint64(128+i) << 20,
+			Rank: 1, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
+		plan, err := snac.Build(call, Topology(2, 1))
+		require.NoError(t, err)
+		image, err := planBytes(plan)
+		require.NoError(t, err)
+		d, err := c.upload(plan, copies)
+		require.NoError(t, err, "Plan %d, %d bytes of Plans before it", i, total)
+		require.Equal(t, uint32(streamCaptureModeGlobal), m.mode, "the thread's capture mode is the caller's again")
+		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "Plan %d: the first byte a kernel launched now would not read", i)
+		total += len(image)
+	}
+	require.Greater(t, total, 30<<20, "over 30 MiB of Plans")
 }

@@ -30,6 +30,7 @@ type (
 const (
 	cuSuccess                    = 0
 	cuErrorNotReady              = 600
+	cuErrorCaptureUnsupported    = 900 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 	cuErrorCaptureImplicit       = 906 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
 	memHostAllocPortable         = 0x01
 	memHostAllocDeviceMap        = 0x02
@@ -41,7 +42,9 @@ const (
 	streamCaptureStatusNone      = 0
 	streamCaptureStatusActive    = 1
 	eventDisableTiming           = 0x2
+	streamCaptureModeGlobal      = 0
 	streamCaptureModeThreadLocal = 1
+	streamCaptureModeRelaxed     = 2
 	streamNonBlocking            = 0x1
 )
 
@@ -67,54 +70,55 @@ type memAccessDesc struct {
 
 // driver holds the entry points; filled once by loadDriver.
 var driver struct {
-	Init                         func(flags uint32) cuResult
-	DeviceGetCount               func(count *int32) cuResult
-	DeviceGet                    func(dev *cuDevice, ordinal int32) cuResult
-	DeviceCanAccessPeer          func(can *int32, dev, peer cuDevice) cuResult
-	DevicePrimaryCtxRetain       func(ctx *cuContext, dev cuDevice) cuResult
-	CtxGetCurrent                func(ctx *cuContext) cuResult
-	CtxSetCurrent                func(ctx cuContext) cuResult
-	CtxGetDevice                 func(dev *cuDevice) cuResult
-	CtxPushCurrent               func(ctx cuContext) cuResult
-	CtxPopCurrent                func(ctx *cuContext) cuResult
-	CtxSynchronize               func() cuResult
-	ModuleLoadData               func(mod *cuModule, image unsafe.Pointer) cuResult
-	ModuleGetFunction            func(fn *cuFunction, mod cuModule, name string) cuResult
-	MemAlloc                     func(p *devicePtr, size uintptr) cuResult
-	MemFree                      func(p devicePtr) cuResult
-	MemcpyHtoDAsync              func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult
-	MemcpyDtoH                   func(dst unsafe.Pointer, src devicePtr, size uintptr) cuResult
-	MemsetD8                     func(dst devicePtr, v uint8, n uintptr) cuResult
-	MemHostAlloc                 func(p *unsafe.Pointer, size uintptr, flags uint32) cuResult
-	MemHostGetDevicePointer      func(d *devicePtr, p unsafe.Pointer, flags uint32) cuResult
-	MemFreeHost                  func(p unsafe.Pointer) cuResult
-	MemGetAllocationGranularity  func(g *uintptr, prop *memAllocationProp, option uint32) cuResult
-	MemCreate                    func(h *uint64, size uintptr, prop *memAllocationProp, flags uint64) cuResult
-	MemRelease                   func(h uint64) cuResult
-	MemAddressReserve            func(p *devicePtr, size, align uintptr, addr devicePtr, flags uint64) cuResult
-	MemAddressFree               func(p devicePtr, size uintptr) cuResult
-	MemMap                       func(p devicePtr, size, offset uintptr, h uint64, flags uint64) cuResult
-	MemUnmap                     func(p devicePtr, size uintptr) cuResult
-	MemSetAccess                 func(p devicePtr, size uintptr, desc *memAccessDesc, count uintptr) cuResult
-	MemExportToShareableHandle   func(fd *int32, h uint64, handleType uint32, flags uint64) cuResult
-	MemImportFromShareableHandle func(h *uint64, osHandle uintptr, handleType uint32) cuResult
-	StreamIsCapturing            func(s cuStream, status *uint32) cuResult
-	StreamGetCaptureInfo         func(s cuStream, status *uint32, id *uint64, graph, deps, ndeps unsafe.Pointer) cuResult
-	StreamWaitEvent              func(s cuStream, e cuEvent, flags uint32) cuResult
-	EventCreate                  func(e *cuEvent, flags uint32) cuResult
-	EventRecord                  func(e cuEvent, s cuStream) cuResult
-	EventDestroy                 func(e cuEvent) cuResult
-	StreamCreate                 func(s *cuStream, flags uint32) cuResult
-	StreamDestroy                func(s cuStream) cuResult
-	StreamSynchronize            func(s cuStream) cuResult
-	StreamQuery                  func(s cuStream) cuResult
-	StreamBeginCapture           func(s cuStream, mode uint32) cuResult
-	StreamEndCapture             func(s cuStream, graph *uintptr) cuResult
-	GraphInstantiate             func(exec *uintptr, graph uintptr, flags uint64) cuResult
-	GraphLaunch                  func(exec uintptr, s cuStream) cuResult
-	GraphExecDestroy             func(exec uintptr) cuResult
-	GraphDestroy                 func(graph uintptr) cuResult
-	GetErrorName                 func(r cuResult, name **byte) cuResult
+	Init                            func(flags uint32) cuResult
+	DeviceGetCount                  func(count *int32) cuResult
+	DeviceGet                       func(dev *cuDevice, ordinal int32) cuResult
+	DeviceCanAccessPeer             func(can *int32, dev, peer cuDevice) cuResult
+	DevicePrimaryCtxRetain          func(ctx *cuContext, dev cuDevice) cuResult
+	CtxGetCurrent                   func(ctx *cuContext) cuResult
+	CtxSetCurrent                   func(ctx cuContext) cuResult
+	CtxGetDevice                    func(dev *cuDevice) cuResult
+	CtxPushCurrent                  func(ctx cuContext) cuResult
+	CtxPopCurrent                   func(ctx *cuContext) cuResult
+	CtxSynchronize                  func() cuResult
+	ModuleLoadData                  func(mod *cuModule, image unsafe.Pointer) cuResult
+	ModuleGetFunction               func(fn *cuFunction, mod cuModule, name string) cuResult
+	MemAlloc                        func(p *devicePtr, size uintptr) cuResult
+	MemFree                         func(p devicePtr) cuResult
+	MemcpyHtoDAsync                 func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult
+	MemcpyDtoH                      func(dst unsafe.Pointer, src devicePtr, size uintptr) cuResult
+	MemsetD8                        func(dst devicePtr, v uint8, n uintptr) cuResult
+	MemHostAlloc                    func(p *unsafe.Pointer, size uintptr, flags uint32) cuResult
+	MemHostGetDevicePointer         func(d *devicePtr, p unsafe.Pointer, flags uint32) cuResult
+	MemFreeHost                     func(p unsafe.Pointer) cuResult
+	MemGetAllocationGranularity     func(g *uintptr, prop *memAllocationProp, option uint32) cuResult
+	MemCreate                       func(h *uint64, size uintptr, prop *memAllocationProp, flags uint64) cuResult
+	MemRelease                      func(h uint64) cuResult
+	MemAddressReserve               func(p *devicePtr, size, align uintptr, addr devicePtr, flags uint64) cuResult
+	MemAddressFree                  func(p devicePtr, size uintptr) cuResult
+	MemMap                          func(p devicePtr, size, offset uintptr, h uint64, flags uint64) cuResult
+	MemUnmap                        func(p devicePtr, size uintptr) cuResult
+	MemSetAccess                    func(p devicePtr, size uintptr, desc *memAccessDesc, count uintptr) cuResult
+	MemExportToShareableHandle      func(fd *int32, h uint64, handleType uint32, flags uint64) cuResult
+	MemImportFromShareableHandle    func(h *uint64, osHandle uintptr, handleType uint32) cuResult
+	StreamIsCapturing               func(s cuStream, status *uint32) cuResult
+	ThreadExchangeStreamCaptureMode func(mode *uint32) cuResult
+	StreamGetCaptureInfo            func(s cuStream, status *uint32, id *uint64, graph, deps, ndeps unsafe.Pointer) cuResult
+	StreamWaitEvent                 func(s cuStream, e cuEvent, flags uint32) cuResult
+	EventCreate                     func(e *cuEvent, flags uint32) cuResult
+	EventRecord                     func(e cuEvent, s cuStream) cuResult
+	EventDestroy                    func(e cuEvent) cuResult
+	StreamCreate                    func(s *cuStream, flags uint32) cuResult
+	StreamDestroy                   func(s cuStream) cuResult
+	StreamSynchronize               func(s cuStream) cuResult
+	StreamQuery                     func(s cuStream) cuResult
+	StreamBeginCapture              func(s cuStream, mode uint32) cuResult
+	StreamEndCapture                func(s cuStream, graph *uintptr) cuResult
+	GraphInstantiate                func(exec *uintptr, graph uintptr, flags uint64) cuResult
+	GraphLaunch                     func(exec uintptr, s cuStream) cuResult
+	GraphExecDestroy                func(exec uintptr) cuResult
+	GraphDestroy                    func(graph uintptr) cuResult
+	GetErrorName                    func(r cuResult, name **byte) cuResult
 }
 
 var (
@@ -173,6 +177,7 @@ func openDriver() (err error) {
 	reg(&d.MemExportToShareableHandle, "cuMemExportToShareableHandle")
 	reg(&d.MemImportFromShareableHandle, "cuMemImportFromShareableHandle")
 	reg(&d.StreamIsCapturing, "cuStreamIsCapturing")
+	reg(&d.ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
 	reg(&d.StreamGetCaptureInfo, "cuStreamGetCaptureInfo_v2")
 	reg(&d.StreamWaitEvent, "cuStreamWaitEvent")
 	reg(&d.EventCreate, "cuEventCreate")

@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -38,27 +40,99 @@ func TestGPUFreshPlanRunsAsUploaded(t *testing.T) {
 	require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.CtxSynchronize(), "cuCtxSynchronize") }))
 	for round := range rounds {
 		steps := fewest + round // every round's worker table differs from the last one's
-		size := workers * steps * piece
-		plan := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: 1, Regime: snac.RegimeStaged}
-		for w := range workers {
-			plan.Workers = append(plan.Workers, snac.Worker{Channel: snac.Collective, Index: uint16(w), First: uint32(len(plan.Steps)), Count: uint32(steps)})
-			for j := range steps {
-				off := uint64((w*steps + j) * piece)
-				plan.Steps = append(plan.Steps, snac.Step{Verb: snac.Copy, Bytes: piece,
-					Dst: snac.Ref{Space: snac.SpaceRecv, Off: off}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: off}}})
-			}
-		}
-		require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv[round])}}, uintptr(g.stream)))
+		require.NoError(t, g.Launch(copyPlan(workers, steps, piece), []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv[round])}}, uintptr(g.stream)))
 		g.sync(t)
 		require.NoError(t, g.AsyncError(), "round %d", round)
-		got := g.download(t, recv[round], size)
-		if !bytes.Equal(input[:size], got) {
-			i := 0
-			for input[i] == got[i] {
-				i++
+		checkCopied(t, g, input, recv[round], workers, steps, piece, "round %d", round)
+	}
+}
+
+// copyPlan is a one-rank Plan of workers x steps Copy steps, each of piece
+// bytes: worker w's step j copies input piece w*steps+j to the output.
+func copyPlan(workers, steps, piece int) *snac.Plan {
+	plan := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: 1, Regime: snac.RegimeStaged}
+	for w := range workers {
+		plan.Workers = append(plan.Workers, snac.Worker{Channel: snac.Collective, Index: uint16(w), First: uint32(len(plan.Steps)), Count: uint32(steps)})
+		for j := range steps {
+			off := uint64((w*steps + j) * piece)
+			plan.Steps = append(plan.Steps, snac.Step{Verb: snac.Copy, Bytes: uint64(piece),
+				Dst: snac.Ref{Space: snac.SpaceRecv, Off: off}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: off}}})
+		}
+	}
+	return plan
+}
+
+// checkCopied fails t unless out holds the first workers*steps*piece bytes
+// of input, naming the first worker and step that did not copy its piece.
+func checkCopied(t *testing.T, g *gpuRank, input []byte, out devicePtr, workers, steps, piece int, msg string, args ...any) {
+	t.Helper()
+	size := workers * steps * piece
+	got := g.download(t, out, size)
+	if bytes.Equal(input[:size], got) {
+		return
+	}
+	i := 0
+	for input[i] == got[i] {
+		i++
+	}
+	t.Fatalf("%s: output byte %d (worker %d's step %d) is %#x, want %#x: the kernel did not run the Plan as uploaded",
+		fmt.Sprintf(msg, args...), i, i/piece/steps, i/piece%steps, got[i], input[i])
+}
+
+// TestGPUPlansFirstSeenDuringCapture: a CUDA graph may hold calls whose
+// shapes were never run before, as many as the program likes (PyTorch
+// captures in global mode, vLLM a graph per batch size). Each of 12 new Plans
+// of about 1.2 MB is uploaded while the stream is being captured; the graph
+// then replays all of them, twice. A fixed host-mapped arena for such Plans
+// (1 MiB a rank) refused the first one ("run the call once before
+// capturing"), and a random program of the GPU suite's differential test
+// filled the 2 MiB of a 2-rank communicator with new shapes over 285
+// programs.
+func TestGPUPlansFirstSeenDuringCapture(t *testing.T) {
+	g := newGPURanks(t, 1, int64(5*time.Second))[0]
+	const workers, piece, rounds, fewest = 32, 16, 12, 150
+	most := workers * (fewest + rounds) * piece
+	input := make([]byte, most)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range input {
+		input[i] = byte(1 + rng.IntN(255))
+	}
+	send, recv := g.alloc(t, most), make([]devicePtr, rounds)
+	for round := range recv {
+		recv[round] = g.alloc(t, most)
+	}
+	g.upload(t, send, input)
+	var exec uintptr
+	require.NoError(t, inContext(g.ctx, func() error {
+		if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeGlobal), "cuStreamBeginCapture"); err != nil {
+			return err
+		}
+		var launchErr error
+		for round := range rounds {
+			plan := copyPlan(workers, fewest+round, piece)
+			if launchErr = g.Launch(plan, []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv[round])}}, uintptr(g.stream)); launchErr != nil {
+				launchErr = fmt.Errorf("round %d: %w", round, launchErr)
+				break
 			}
-			t.Fatalf("round %d: output byte %d (worker %d's step %d) is %#x, want %#x: the kernel ran before its Plan had landed",
-				round, i, i/piece/steps, i/piece%steps, got[i], input[i])
+		}
+		var graph uintptr
+		endErr := cuErr(driver.StreamEndCapture(g.stream, &graph), "cuStreamEndCapture")
+		if launchErr != nil || endErr != nil {
+			if graph != 0 {
+				driver.GraphDestroy(graph)
+			}
+			return errors.Join(launchErr, endErr)
+		}
+		defer driver.GraphDestroy(graph)
+		return cuErr(driver.GraphInstantiate(&exec, graph, 0), "cuGraphInstantiate")
+	}))
+	defer inContext(g.ctx, func() error { return cuErr(driver.GraphExecDestroy(exec), "cuGraphExecDestroy") })
+	for replay := range 2 {
+		require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.GraphLaunch(exec, g.stream), "cuGraphLaunch") }))
+		g.sync(t)
+		require.NoError(t, g.AsyncError(), "replay %d", replay)
+		for round := range rounds {
+			checkCopied(t, g, input, recv[round], workers, fewest+round, piece, "replay %d, Plan %d", replay, round)
 		}
 	}
 }

@@ -67,22 +67,10 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 // a pointer names one immutable Plan. Lookups are lock-free (sync.Map); a
 // miss uploads under mu.
 type plans struct {
-	cache sync.Map // *snac.Plan -> *devicePlan
-	mu    sync.Mutex
-	// guarded by mu:
-	device    []devicePtr // cuMemAlloc'd images
-	arena     hostMapped  // images of Plans first seen during stream capture
-	arenaSize uintptr
-	used      uintptr
+	cache  sync.Map    // *snac.Plan -> *devicePlan
+	mu     sync.Mutex  // guards device
+	device []devicePtr // cuMemAlloc'd images
 }
-
-// captureArenaBytes is the room, per rank, for Plans first seen while their
-// stream is being captured into a CUDA graph, when a synchronous copy to
-// device memory is illegal: they live in host-mapped memory the kernel
-// reads over the bus. Plans grow with the rank count (a staged AllReduce of
-// 64 MiB is about 85 KiB at 2 ranks, 260 KiB at 3 and 410 KiB at 8), so the
-// arena grows with it: 1 MiB a rank (it was 1 MiB for any rank count).
-func captureArenaBytes(nranks int) uintptr { return uintptr(max(nranks, 1)) << 20 }
 
 func (c *plans) lookup(p *snac.Plan) *devicePlan {
 	if v, ok := c.cache.Load(p); ok {
@@ -91,12 +79,18 @@ func (c *plans) lookup(p *snac.Plan) *devicePlan {
 	return nil
 }
 
-// upload places p where the kernel can read it; ctx is current. Outside
-// capture it goes to device memory, copied there on copies (copyToDevice:
+// upload places p in device memory, copied there on copies (copyToDevice:
 // it has landed when upload returns, so a kernel on any stream, now or
-// later, reads all of it); during capture (of stream, or of any stream in
-// global mode) into the host-mapped arena.
-func (c *plans) upload(p *snac.Plan, stream, copies cuStream) (*devicePlan, error) {
+// later, reads all of it); ctx is current and the caller holds the thread.
+//
+// A Plan first seen while a stream is being captured into a CUDA graph is
+// uploaded the same way: the allocation and the copy are not stream work of
+// the capture, so the thread steps into relaxed capture mode for them (in
+// global or thread-local mode they are "potentially unsafe" calls that would
+// invalidate the capture), as the graph then reads the Plan at every replay
+// from device memory that lives as long as the rank. There is no limit on
+// how many new shapes a capture may hold.
+func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.lookup(p); d != nil {
@@ -107,48 +101,29 @@ func (c *plans) upload(p *snac.Plan, stream, copies cuStream) (*devicePlan, erro
 		return nil, err
 	}
 	d := &devicePlan{}
-	var capturing uint32
-	if r := driver.StreamIsCapturing(stream, &capturing); r == cuErrorCaptureImplicit {
-		capturing = 1 // the legacy stream while another stream captures in global mode
-	} else if r != cuSuccess {
-		return nil, cuErr(r, "cuStreamIsCapturing")
-	}
-	size := uintptr(len(b)+15) &^ 15
-	switch {
-	case len(b) == 0:
+	if len(b) == 0 {
 		d.place(0, p)
-	case capturing != streamCaptureStatusNone:
-		if c.arena.host == nil { // allocated by NewRank: allocating now would invalidate the capture
-			return nil, errs.New(errs.ErrInternal, "cuda plan: no capture arena")
-		}
-		if c.used+size > c.arenaSize {
-			return nil, errs.New(errs.ErrUnsupported, "cuda plan: %d bytes of Plans first seen during graph capture, at most %d: run the call once before capturing", c.used+size, c.arenaSize)
-		}
-		copy(unsafe.Slice((*byte)(unsafe.Add(c.arena.host, c.used)), len(b)), b)
-		d.place(uint64(c.arena.dev)+uint64(c.used), p)
-		c.used += size
-	default:
-		var ptr devicePtr
-		if r := driver.MemAlloc(&ptr, size); r != cuSuccess {
-			return nil, cuErr(r, "cuMemAlloc", "plan of ", size, " bytes")
-		}
-		if err := copyToDevice(ptr, b, copies); err != nil {
-			driver.MemFree(ptr)
-			return nil, fmt.Errorf("cuda plan: %w", err)
-		}
-		c.device = append(c.device, ptr)
-		d.place(uint64(ptr), p)
+		c.cache.Store(p, d)
+		return d, nil
 	}
+	mode := uint32(streamCaptureModeRelaxed)
+	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
+		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
+	}
+	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
+	size := uintptr(len(b)+15) &^ 15
+	var ptr devicePtr
+	if r := driver.MemAlloc(&ptr, size); r != cuSuccess {
+		return nil, cuErr(r, "cuMemAlloc", "plan of ", size, " bytes")
+	}
+	if err := copyToDevice(ptr, b, copies); err != nil {
+		driver.MemFree(ptr)
+		return nil, fmt.Errorf("cuda plan: %w", err)
+	}
+	c.device = append(c.device, ptr)
+	d.place(uint64(ptr), p)
 	c.cache.Store(p, d)
 	return d, nil
-}
-
-// init allocates the capture arena for a rank of nranks; it runs at
-// NewRank, outside any capture.
-func (c *plans) init(nranks int) (err error) {
-	c.arenaSize = captureArenaBytes(nranks)
-	c.arena, err = allocHostMapped(c.arenaSize)
-	return err
 }
 
 func (c *plans) free() {
@@ -158,7 +133,5 @@ func (c *plans) free() {
 		driver.MemFree(p)
 	}
 	c.device = nil
-	c.arena.free()
-	c.arena, c.arenaSize = hostMapped{}, 0
 	c.cache.Clear()
 }

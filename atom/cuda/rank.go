@@ -86,9 +86,6 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if r.host, err = allocHostMapped(64); err != nil {
 		return err
 	}
-	if err = r.plans.init(r.topo.NRanks); err != nil {
-		return err
-	}
 	size := uintptr(snac.NumEpochs*8 + 8) // the epochs, then the broken word (csrc/run.cu)
 	if res := driver.MemAlloc(&r.epochs, size); res != cuSuccess {
 		return cuErr(res, "cuMemAlloc", "epochs")
@@ -116,8 +113,7 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 
 // Launch enqueues plan on stream (a CUstream / cudaStream_t; 0 is the
 // legacy default stream) and returns at once. It is legal during CUDA graph
-// capture; a Plan first seen during capture is read from host-mapped memory
-// (see plans.upload): run a call once before capturing it for full speed.
+// capture, also for a Plan first seen there (see plans.upload).
 func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) error {
 	if len(plan.Workers) == 0 {
 		return nil
@@ -128,7 +124,7 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	d := r.plans.lookup(plan)
 	if d == nil {
 		err := inContext(r.ctx, func() (err error) {
-			d, err = r.plans.upload(plan, cuStream(stream), r.copies)
+			d, err = r.plans.upload(plan, r.copies)
 			return err
 		})
 		if err != nil {

@@ -247,6 +247,9 @@ class Session:
                     self.mem.drop_graph(g)
             self._destroy_ops(p, redops, range(len(p.ops)))
         except (NCCLError, memory.Hang, memory.CudaError) as exc:
+            if p.graph and self.mem.graphs:
+                for g in self.ranks:
+                    self.mem.capture_abandon(g)
             self.broken = f"{type(exc).__name__}: {exc}"
             raise Failed(self.broken, isinstance(exc, memory.Hang)) from exc
         return out

@@ -98,6 +98,7 @@ _DRIVER = {
     "cuEventRecord": [c_void_p, c_void_p],
     "cuStreamBeginCapture_v2": [c_void_p, c_int],
     "cuStreamEndCapture": [c_void_p, ctypes.POINTER(c_void_p)],
+    "cuStreamIsCapturing": [c_void_p, ctypes.POINTER(ctypes.c_int)],
     "cuGraphInstantiateWithFlags": [ctypes.POINTER(c_void_p), c_void_p, c_ulonglong],
     "cuGraphLaunch": [c_void_p, c_void_p],
     "cuGraphExecDestroy": [c_void_p],
@@ -209,6 +210,23 @@ class CudaMemory:
         graph = c_void_p()
         self.call("cuStreamEndCapture", s0, byref(graph))
         self.graph[g] = graph.value
+
+    def capture_abandon(self, g: int) -> None:
+        """Ends g's capture, if one is under way, after a call in it failed,
+        and drops what it captured: the streams are usable again (by the
+        next library, by close) whatever state the failure left."""
+        self.select(g)
+        s0, s1 = self.streams[g]
+        status = ctypes.c_int()
+        if self.cu.cuStreamIsCapturing(s0, byref(status)) != CUDA_SUCCESS or status.value == 0:
+            return
+        join = self.events[g][1]
+        self.cu.cuEventRecord(join, s1)
+        self.cu.cuStreamWaitEvent(s0, join, 0)
+        graph = c_void_p()
+        self.cu.cuStreamEndCapture(s0, byref(graph))
+        if graph.value:
+            self.cu.cuGraphDestroy(graph)
 
     def launch(self, g: int) -> None:
         self.select(g)
