@@ -39,7 +39,7 @@ struct Ref {
 /** One instruction of a worker (snac.Step). */
 struct Step {
   uint8_t verb;
-  uint8_t nsrc;
+  uint8_t nsrc;  // Reduce: sources; Notify, Wait: the run (atom/cuda signalRuns, run.cu signalRun)
   uint8_t peer;
   uint8_t scale;  // Reduce, PreMulSum: bit j marks src[j] as this rank's input (multiplied)
   uint32_t slot;

@@ -3,11 +3,18 @@
  * @brief purlin_run, the one kernel: thread block b runs worker b of a Plan.
  *
  * Each block reads its epoch, then interprets its steps in order with all
- * of its threads: Stage (Copy into a staging or packet buffer), Notify (one
- * thread: check word, then release the peer's flag), Wait (one thread:
- * acquire our flag, compare the check word) and Consume (Copy or Reduce out
- * of staging); Advance (the next call of a merged group on this channel)
- * adds kEpochAdvance to the block's epoch. At the end it stores epoch +
+ * of its threads: Stage (Copy into a staging or packet buffer), Notify
+ * (check word, then release the peer's flag), Wait (acquire our flag,
+ * compare the check word) and Consume (Copy or Reduce out of staging);
+ * Advance (the next call of a merged group on this channel) adds
+ * kEpochAdvance to the block's epoch. Consecutive Notify steps, or
+ * consecutive Wait steps, are independent of each other (a run of Waits is
+ * satisfied when each one is, in any order), so the lanes of warp 0 run up
+ * to 32 of them at once, one each (signalRun, with the run's length that
+ * atom/cuda put in the image): a worker's end-of-call join of its channel's
+ * other workers, or its waits for every peer, cost one flag round trip
+ * instead of one per flag. While a block runs one step, the
+ * next one's words are already being loaded. At the end it stores epoch +
  * kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
  * the Plan does not use. A block that fails reports a status word and
  * returns without advancing its epoch: the rank is broken from then on
@@ -101,38 +108,59 @@ __device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, uint6
   }
 }
 
-/** runStep executes one step with the whole block; returns a status that is
- * the same in every thread. */
+/** runStep executes one Copy or Reduce with the whole block; returns a
+ * status that is the same in every thread. */
 __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint64_t epoch,
                                             uint32_t* shared) {
-  switch (s.verb) {
-    case kNotify:
-      if (threadIdx.x == 0) notify(L, s, epoch);
-      return kStatusOK;
-    case kWait:
-      if (threadIdx.x == 0) *shared = wait(L, s, epoch);
-      __syncthreads();
-      return *shared;
-    default: {
-      uint64_t src[kMaxSrc];
-      int n = s.verb == kCopy ? 1 : s.nsrc;
-      uint64_t dst = resolve(L, s.dst, epoch);
-      bool bad = dst == 0 || n < 1 || n > kMaxSrc;
+  uint64_t src[kMaxSrc];
+  int n = s.verb == kCopy ? 1 : s.nsrc;
+  uint64_t dst = resolve(L, s.dst, epoch);
+  bool bad = dst == 0 || n < 1 || n > kMaxSrc;
 #pragma unroll
-      for (int j = 0; j < kMaxSrc; j++) {
-        src[j] = j < n ? resolve(L, s.src[j], epoch) : 0;
-        bad |= j < n && src[j] == 0;
-      }
-      if (bad) return kStatusBadRef;
-      uint32_t st = s.verb == kCopy ? move(L, s, epoch, dst, src, 1, NoReducer{})
-                                    : reduce(L, s, epoch, dst, src);
-      if (threadIdx.x == 0) *shared = 0;
-      __syncthreads();
-      if (st) atomicMax(shared, st);
-      __syncthreads();
-      return *shared;
-    }
+  for (int j = 0; j < kMaxSrc; j++) {
+    src[j] = j < n ? resolve(L, s.src[j], epoch) : 0;
+    bad |= j < n && src[j] == 0;
   }
+  if (bad) return kStatusBadRef;
+  uint32_t st = s.verb == kCopy ? move(L, s, epoch, dst, src, 1, NoReducer{}) : reduce(L, s, epoch, dst, src);
+  if (threadIdx.x == 0) *shared = 0;
+  __syncthreads();
+  if (st) atomicMax(shared, st);
+  __syncthreads();
+  return *shared;
+}
+
+/** Run is what signalRun leaves for the block: the first failure of the
+ * run (status, step index, flag slot), or kStatusOK. */
+struct Run {
+  uint32_t status, at, slot;
+};
+
+/** signalRun runs, with the lanes of warp 0, the n steps of verb (Notify or
+ * Wait) that start at step i, `first` (in shared memory) among them: lane j
+ * takes step i+j. n is the step's run (Step.nsrc of a Notify or Wait in the
+ * device image, set by atom/cuda's planBytes: consecutive steps of one verb
+ * that name distinct flags, at most 32). Lane 0 writes the result. */
+__device__ __forceinline__ void signalRun(const Launch& L, const Step& first, const uint64_t* steps, uint32_t i,
+                                          uint32_t n, uint64_t epoch, Run* out) {
+  constexpr uint32_t kWords = sizeof(Step) / 8;
+  const uint32_t lane = threadIdx.x;
+  Signal s{};
+  if (lane == 0) s = Signal{first.verb, first.peer, first.slot, first.delta, first.check};
+  else if (lane < n) s = signalAt(steps + (uint64_t)(i + lane) * kWords);
+  uint32_t st = kStatusOK;
+  if (lane < n) {
+    if (first.verb == kWait) st = wait(L, s, epoch);
+    else notify(L, s, epoch);
+  }
+  // A failed wait reports at once, so the run's other waits (they spin on
+  // the status word) stop as soon as a sequence of single waits would have.
+  if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, i + lane, s.slot));
+  const uint32_t failed = __ballot_sync(~0u, st != kStatusOK);
+  const int bad = failed ? __ffs(failed) - 1 : 0;
+  st = __shfl_sync(~0u, st, bad);
+  const uint32_t slot = __shfl_sync(~0u, s.slot, bad);
+  if (lane == 0) *out = Run{st, i + (uint32_t)bad, slot};
 }
 
 }  // namespace purlin
@@ -140,9 +168,11 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint
 using namespace purlin;
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __grid_constant__ Launch L) {
+  constexpr uint32_t kWords = sizeof(Step) / 8;
   __shared__ Step step;
   __shared__ uint64_t epoch;
   __shared__ uint32_t status;
+  __shared__ Run run;
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   uint64_t* epochs = (uint64_t*)L.epochs;
   volatile uint64_t* broken = epochs + kNumEpochs;
@@ -154,20 +184,36 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   __syncthreads();
   if (status != kStatusOK) return;
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
-  for (uint32_t i = 0; i < w.count; i++) {
-    __syncthreads();  // the last step is done with `step`, and its writes precede a Notify
-    if (threadIdx.x < sizeof(Step) / 8)
-      ((uint64_t*)&step)[threadIdx.x] = steps[i * (sizeof(Step) / 8) + threadIdx.x];
+  // Threads below kWords hold word threadIdx.x of step `ahead` in `next`,
+  // loaded while the step before it ran.
+  uint64_t next = 0;
+  uint32_t ahead = ~0u;
+  for (uint32_t i = 0; i < w.count;) {
+    __syncthreads();  // the last step is done with `step` and `run`, and its writes precede a Notify
+    if (threadIdx.x < kWords) {
+      ((uint64_t*)&step)[threadIdx.x] = ahead == i ? next : steps[i * kWords + threadIdx.x];
+      if (i + 1 < w.count) next = steps[(i + 1) * kWords + threadIdx.x], ahead = i + 1;
+    }
     __syncthreads();
     if (step.verb == kAdvance) {  // read by all only after the next barrier
       if (threadIdx.x == 0) epoch += kEpochAdvance;
+      i++;
       continue;
     }
-    uint32_t st = runStep(L, step, epoch, &status);
+    uint32_t st, at = i, flag = 0;
+    if (step.verb == kNotify || step.verb == kWait) {
+      const uint32_t n = step.nsrc < 1 ? 1 : step.nsrc > 32 ? 32 : step.nsrc;
+      if (threadIdx.x < 32) signalRun(L, step, steps, i, n, epoch, &run);
+      __syncthreads();
+      st = run.status, at = run.at, flag = run.slot;
+      i += n;
+    } else {
+      st = runStep(L, step, epoch, &status);
+      i++;
+    }
     if (st != kStatusOK) {
       if (threadIdx.x == 0) {
-        if (st != kStatusStopped)
-          report(L.status, statusWord(st, blockIdx.x, i, step.verb == kWait ? step.slot : 0));
+        if (st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, at, flag));
         *broken = 1;
       }
       return;
@@ -175,11 +221,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    uint64_t next = epoch + kEpochAdvance;
-    epochs[slot] = next;
+    const uint64_t advanced = epoch + kEpochAdvance;
+    epochs[slot] = advanced;
     if (w.index == 0) {
       uint16_t used = ((const uint16_t*)L.fill)[blockIdx.x];
-      for (uint32_t k = used; k < kMaxWorkers; k++) epochs[(uint32_t)w.channel * kMaxWorkers + k] = next;
+      for (uint32_t k = used; k < kMaxWorkers; k++) epochs[(uint32_t)w.channel * kMaxWorkers + k] = advanced;
     }
   }
 }

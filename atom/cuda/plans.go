@@ -53,7 +53,47 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 		n := perChannel[w.Channel]
 		b = append(b, byte(n), byte(n>>8))
 	}
+	for _, w := range p.Workers {
+		for k, run := range signalRuns(p.Steps[w.First : w.First+w.Count]) {
+			if run > 0 {
+				b[(int(w.First)+k)*stepSize+int(unsafe.Offsetof(snac.Step{}.NSrc))] = run
+			}
+		}
+	}
 	return b, nil
+}
+
+// maxRun is the most steps one signal run holds: the lanes of a warp.
+const maxRun = 32
+
+// signalRuns returns, for each Notify or Wait step of one worker, its run:
+// how many steps from it on the kernel runs at once, one per lane (csrc/run.cu
+// signalRun), and 0 for other steps. A run holds consecutive steps of one
+// verb, since waits that follow each other are satisfied in any order and
+// notifies that follow each other are independent; it ends before a step
+// whose flag (peer and slot) an earlier step of it names, since two raises of
+// one flag must land in order. The device image carries it in the step's
+// NSrc, which Notify and Wait do not use.
+func signalRuns(steps []snac.Step) []uint8 {
+	runs := make([]uint8, len(steps))
+	flag := func(s *snac.Step) uint64 { return uint64(s.Peer)<<32 | uint64(s.Slot) }
+	for k := range steps {
+		verb := steps[k].Verb
+		if verb != snac.Notify && verb != snac.Wait {
+			continue
+		}
+		m := 1
+	grow:
+		for ; m < maxRun && k+m < len(steps) && steps[k+m].Verb == verb; m++ {
+			for j := k; j < k+m; j++ {
+				if flag(&steps[j]) == flag(&steps[k+m]) {
+					break grow
+				}
+			}
+		}
+		runs[k] = uint8(m)
+	}
+	return runs
 }
 
 func (d *devicePlan) place(base uint64, p *snac.Plan) {

@@ -25,6 +25,9 @@ func TestPlanBytes(t *testing.T) {
 	stepSize, workerSize := int(unsafe.Sizeof(snac.Step{})), int(unsafe.Sizeof(snac.Worker{}))
 	require.Len(t, b, 4*stepSize+3*workerSize+2*3)
 	require.Equal(t, byte(snac.Notify), b[stepSize])
+	require.Equal(t, byte(1), b[stepSize+1], "the Notify's run")
+	require.Equal(t, byte(1), b[2*stepSize+1], "the Wait's run")
+	require.Equal(t, byte(2), b[3*stepSize+1], "a Reduce keeps its sources")
 	require.Equal(t, uint32(9), binary.LittleEndian.Uint32(b[stepSize+4:]))
 	w := b[4*stepSize:]
 	require.Equal(t, uint32(2), binary.LittleEndian.Uint32(w[workerSize+4:]), "worker 1 First")
@@ -71,3 +74,38 @@ func TestWithoutKernels(t *testing.T) {
 }
 
 func atomOptions() atom.Options { return atom.Options{} }
+
+// TestSignalRuns: a run holds consecutive steps of one verb naming distinct
+// flags, at most a warp's lanes of them, and never crosses into a step of
+// another verb.
+func TestSignalRuns(t *testing.T) {
+	wait := func(slot uint32) snac.Step { return snac.Step{Verb: snac.Wait, Slot: slot} }
+	notify := func(peer uint8, slot uint32) snac.Step { return snac.Step{Verb: snac.Notify, Peer: peer, Slot: slot} }
+	copyStep := snac.Step{Verb: snac.Copy, Bytes: 16}
+	many := make([]snac.Step, 40)
+	for i := range many {
+		many[i] = wait(uint32(i))
+	}
+	manyRuns := make([]uint8, 40)
+	for i := range manyRuns {
+		manyRuns[i] = uint8(min(32, 40-i))
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []snac.Step
+		want  []uint8
+	}{
+		{"empty", nil, []uint8{}},
+		{"one wait", []snac.Step{wait(1)}, []uint8{1}},
+		{"a join, then notifies", []snac.Step{wait(1), wait(2), wait(3), notify(1, 7), notify(2, 7)}, []uint8{3, 2, 1, 2, 1}},
+		{"a copy between", []snac.Step{notify(1, 3), copyStep, notify(1, 4), notify(1, 5)}, []uint8{1, 0, 2, 1}},
+		{"a flag raised twice", []snac.Step{notify(1, 3), notify(1, 4), notify(1, 3), notify(1, 6)}, []uint8{2, 3, 2, 1}},
+		{"a flag waited for twice", []snac.Step{wait(5), wait(5)}, []uint8{1, 1}},
+		{"waits then notifies of one slot", []snac.Step{wait(3), notify(0, 3)}, []uint8{1, 1}},
+		{"a warp at most", many, manyRuns},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, signalRuns(tc.steps))
+		})
+	}
+}
