@@ -25,18 +25,8 @@ import (
 func TestGPUFreshPlanRunsAsUploaded(t *testing.T) {
 	g := newGPURanks(t, 1, int64(5*time.Second))[0]
 	const workers, piece, rounds, fewest = 32, 16, 20, 150
-	most := workers * (fewest + rounds) * piece
-	input := make([]byte, most)
-	rng := rand.New(rand.NewPCG(5, 6))
-	for i := range input {
-		input[i] = byte(1 + rng.IntN(255))
-	}
 	// Inputs and outputs are set up and awaited first: only the Plans race.
-	send, recv := g.alloc(t, most), make([]devicePtr, rounds)
-	for round := range recv {
-		recv[round] = g.alloc(t, most)
-	}
-	g.upload(t, send, input)
+	input, send, recv := copyBuffers(t, g, 5, workers*(fewest+rounds)*piece, rounds)
 	require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.CtxSynchronize(), "cuCtxSynchronize") }))
 	for round := range rounds {
 		steps := fewest + round // every round's worker table differs from the last one's
@@ -45,6 +35,22 @@ func TestGPUFreshPlanRunsAsUploaded(t *testing.T) {
 		require.NoError(t, g.AsyncError(), "round %d", round)
 		checkCopied(t, g, input, recv[round], workers, steps, piece, "round %d", round)
 	}
+}
+
+// copyBuffers uploads size random non-zero bytes (from seed) as the input
+// of copyPlan's Plans, and allocates outputs of as many bytes for rounds of them.
+func copyBuffers(t *testing.T, g *gpuRank, seed uint64, size, rounds int) (input []byte, send devicePtr, recv []devicePtr) {
+	input = make([]byte, size)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range input {
+		input[i] = byte(1 + rng.IntN(255))
+	}
+	send, recv = g.alloc(t, size), make([]devicePtr, rounds)
+	for round := range recv {
+		recv[round] = g.alloc(t, size)
+	}
+	g.upload(t, send, input)
+	return input, send, recv
 }
 
 // copyPlan is a one-rank Plan of workers x steps Copy steps, each of piece
@@ -91,17 +97,7 @@ func checkCopied(t *testing.T, g *gpuRank, input []byte, out devicePtr, workers,
 func TestGPUPlansFirstSeenDuringCapture(t *testing.T) {
 	g := newGPURanks(t, 1, int64(5*time.Second))[0]
 	const workers, piece, rounds, fewest = 32, 16, 12, 150
-	most := workers * (fewest + rounds) * piece
-	input := make([]byte, most)
-	rng := rand.New(rand.NewPCG(7, 8))
-	for i := range input {
-		input[i] = byte(1 + rng.IntN(255))
-	}
-	send, recv := g.alloc(t, most), make([]devicePtr, rounds)
-	for round := range recv {
-		recv[round] = g.alloc(t, most)
-	}
-	g.upload(t, send, input)
+	input, send, recv := copyBuffers(t, g, 7, workers*(fewest+rounds)*piece, rounds)
 	var exec uintptr
 	require.NoError(t, inContext(g.ctx, func() error {
 		if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeGlobal), "cuStreamBeginCapture"); err != nil {
