@@ -34,37 +34,9 @@ func TestGPUSpeed(t *testing.T) {
 		c := newCall(t, ranks, tc.coll, spec.Float32, spec.Op{Kind: spec.Sum}, tc.count, rng)
 		c.launch(t, ranks) // uploads the Plans outside capture
 		c.check(t, ranks, "warm-up")
-		execs := make([]uintptr, len(ranks))
-		for r, g := range ranks {
-			require.NoError(t, inContext(g.ctx, func() error {
-				if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeThreadLocal), "cuStreamBeginCapture"); err != nil {
-					return err
-				}
-				for i := 0; i < perGraph; i++ {
-					g.Launch(c.plans[r], []atom.Buffers{{Send: uintptr(c.send[r]), Recv: uintptr(c.recv[r])}}, uintptr(g.stream))
-				}
-				var graph uintptr
-				if err := cuErr(driver.StreamEndCapture(g.stream, &graph), "cuStreamEndCapture"); err != nil {
-					return err
-				}
-				defer driver.GraphDestroy(graph)
-				return cuErr(driver.GraphInstantiate(&execs[r], graph, 0), "cuGraphInstantiate")
-			}))
-		}
-		replay := func() {
-			for r, g := range ranks {
-				require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.GraphLaunch(execs[r], g.stream), "cuGraphLaunch") }))
-			}
-			for _, g := range ranks {
-				g.sync(t)
-			}
-		}
-		replay()
-		start := time.Now()
-		for i := 0; i < tc.reps; i++ {
-			replay()
-		}
-		per := time.Since(start) / time.Duration(tc.reps*perGraph)
+		per := perLaunchInGraph(t, ranks, func(r int, g *gpuRank) {
+			g.Launch(c.plans[r], []atom.Buffers{{Send: uintptr(c.send[r]), Recv: uintptr(c.recv[r])}}, uintptr(g.stream))
+		}, perGraph, tc.reps)
 		c.check(t, ranks, "after replays")
 		bytes := float64(c.out[0])
 		if tc.coll == spec.ReduceScatter {
@@ -75,8 +47,51 @@ func TestGPUSpeed(t *testing.T) {
 			busbw *= 2 // AllReduce: 2(n-1)/n
 		}
 		t.Logf("SPEED %s float32 count %d (%d B out): %v per call (graph), busbw %.1f GB/s", tc.coll, tc.count, c.out[0], per, busbw)
+	}
+}
+
+// perLaunchInGraph captures perGraph rounds of launch on every rank (each
+// rank's stream into its own graph), replays the graphs once to warm up,
+// then reps times, and returns the time of one round.
+func perLaunchInGraph(t *testing.T, ranks []*gpuRank, launch func(r int, g *gpuRank), perGraph, reps int) time.Duration {
+	execs := make([]uintptr, len(ranks))
+	for r, g := range ranks {
+		require.NoError(t, inContext(g.ctx, func() error {
+			if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeThreadLocal), "cuStreamBeginCapture"); err != nil {
+				return err
+			}
+			for range perGraph {
+				launch(r, g)
+			}
+			var graph uintptr
+			if err := cuErr(driver.StreamEndCapture(g.stream, &graph), "cuStreamEndCapture"); err != nil {
+				return err
+			}
+			defer driver.GraphDestroy(graph)
+			return cuErr(driver.GraphInstantiate(&execs[r], graph, 0), "cuGraphInstantiate")
+		}))
+	}
+	defer func() {
 		for r, g := range ranks {
 			inContext(g.ctx, func() error { driver.GraphExecDestroy(execs[r]); return nil })
 		}
+	}()
+	replay := func() {
+		for r, g := range ranks {
+			require.NoError(t, inContext(g.ctx, func() error { return cuErr(driver.GraphLaunch(execs[r], g.stream), "cuGraphLaunch") }))
+		}
+		for _, g := range ranks {
+			g.sync(t)
+		}
 	}
+	replay()
+	start := time.Now()
+	for range reps {
+		replay()
+	}
+	per := time.Since(start) / time.Duration(reps*perGraph)
+	for r, g := range ranks {
+		require.NoError(t, g.AsyncError(), "rank %d", r)
+	}
+	return per
 }

@@ -1,0 +1,107 @@
+package cuda
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom"
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// TestGPUStepCosts logs what the kernel's pieces cost in a CUDA graph, the
+// ceilings every small-message figure is judged by (it asserts only that the
+// Plans ran and copied right): a launch of one block doing one 16-byte copy,
+// each further step, a run of 32 waits against 32 single waits, a block
+// more, and a flag round trip between two GPUs. Synthetic Plans, 100 launches
+// a graph.
+func TestGPUStepCosts(t *testing.T) {
+	ranks := newGPURanks(t, 2, int64(5*time.Second))
+	const perGraph, reps, bytesPerCopy = 100, 20, 16
+	send := [2]devicePtr{ranks[0].alloc(t, 4096), ranks[1].alloc(t, 4096)}
+	recv := [2]devicePtr{ranks[0].alloc(t, 4096), ranks[1].alloc(t, 4096)}
+	input := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, 455)[:4096]
+	for r, g := range ranks {
+		g.upload(t, send[r], input)
+	}
+	copyStep := func(k int) snac.Step {
+		off := uint64(k * bytesPerCopy)
+		return snac.Step{Verb: snac.Copy, Bytes: bytesPerCopy, Dst: snac.Ref{Space: snac.SpaceRecv, Off: off},
+			Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: off}}}
+	}
+	const check = 0x5eed
+	notify := func(peer, slot int) snac.Step {
+		return snac.Step{Verb: snac.Notify, Peer: uint8(peer), Slot: uint32(slot), Delta: 1, Check: check}
+	}
+	wait := func(slot int) snac.Step {
+		return snac.Step{Verb: snac.Wait, Slot: uint32(slot), Delta: 1, Check: check}
+	}
+	ready := func(src, k int) int { return int(snac.FlagSlot(snac.Collective, snac.FlagReady, src, k)) }
+	// plan makes a Plan for n ranks of one worker per step list, on the collective channel.
+	plan := func(n int, workers ...[]snac.Step) *snac.Plan {
+		p := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: n, Regime: snac.RegimeStaged}
+		for w, steps := range workers {
+			p.Workers = append(p.Workers, snac.Worker{Channel: snac.Collective, Index: uint16(w), First: uint32(len(p.Steps)), Count: uint32(len(steps))})
+			p.Steps = append(p.Steps, steps...)
+		}
+		return p
+	}
+	copies := func(n int) []snac.Step {
+		s := make([]snac.Step, n)
+		for k := range s {
+			s[k] = copyStep(k)
+		}
+		return s
+	}
+	// measure runs plans[r] on rank r (one rank when plans has one) and checks
+	// that each rank's first `copied` bytes of output are its input.
+	measure := func(name string, copied int, plans ...*snac.Plan) time.Duration {
+		use := ranks[:len(plans)]
+		for r, g := range use {
+			require.NoError(t, g.Launch(plans[r], []atom.Buffers{{Send: uintptr(send[r]), Recv: uintptr(recv[r])}}, uintptr(g.stream)), name)
+			g.sync(t)
+		}
+		per := perLaunchInGraph(t, use, func(r int, g *gpuRank) {
+			g.Launch(plans[r], []atom.Buffers{{Send: uintptr(send[r]), Recv: uintptr(recv[r])}}, uintptr(g.stream))
+		}, perGraph, reps)
+		for r, g := range use {
+			require.Equal(t, input[:copied], g.download(t, recv[r], copied), "%s: rank %d's output", name, r)
+		}
+		t.Logf("COST %-44s %v per launch", name, per)
+		return per
+	}
+
+	one := measure("1 block, 1 copy of 16 B", bytesPerCopy, plan(2, copies(1)))
+	more := measure("1 block, 33 copies of 16 B", 33*bytesPerCopy, plan(2, copies(33)))
+	t.Logf("COST %-44s %v", "a step (the 32 copies more, each)", (more-one)/32)
+
+	var notifies, run, single []snac.Step
+	for k := range 32 {
+		notifies = append(notifies, notify(0, ready(0, k)))
+		run = append(run, wait(ready(0, k)))
+		single = append(single, wait(ready(0, 0)))
+	}
+	runs := measure("1 block, 32 self-notifies, 32 waits (runs)", bytesPerCopy, plan(2, append(append(copies(1), notifies...), run...)))
+	singles := measure("1 block, 1 self-notify, 32 waits on it (one by one)", bytesPerCopy, plan(2, append(append(copies(1), notifies[0]), single...)))
+	t.Logf("COST %-44s %v, %v one by one (each)", "32 waits after their notifies, as runs", (runs-one)/32, (singles-one)/32)
+
+	blocks := make([][]snac.Step, 32)
+	for w := range blocks {
+		blocks[w] = []snac.Step{copyStep(w)}
+	}
+	wide := measure("32 blocks, 1 copy of 16 B each", 32*bytesPerCopy, plan(2, blocks...))
+	t.Logf("COST %-44s %v", "a block (the 31 more, each)", (wide-one)/31)
+
+	const trips = 16
+	var ping, pong []snac.Step
+	for k := range trips {
+		ping = append(ping, notify(1, ready(0, k)), wait(ready(1, k)))
+		pong = append(pong, wait(ready(0, k)), notify(0, ready(1, k)))
+	}
+	pair := measure("2 GPUs, 16 flag round trips", bytesPerCopy,
+		plan(2, append(copies(1), ping...)), plan(2, append(copies(1), pong...)))
+	t.Logf("COST %-44s %v", "a flag round trip between the GPUs", (pair-one)/trips)
+}
