@@ -42,7 +42,8 @@ var (
 	// ErrUnsupported: any layer, for a function or combination not implemented yet. It is an
 	// invalid usage for NCCL clients.
 	ErrUnsupported = &Error{InvalidUsage, "not supported"}
-	// ErrMismatch: the Atoms, when a peer's call differs from ours (collective, count, dtype, op, root).
+	// ErrMismatch: the Atoms, when a peer's call differs from ours (collective, count, dtype, op,
+	// root) or was planned for another topology (see Disagree).
 	ErrMismatch = &Error{InvalidUsage, "ranks disagree on the collective call"}
 	// ErrTimeout: any bounded wait that passed PURLIN_TIMEOUT.
 	ErrTimeout = &Error{RemoteError, "timed out waiting for a peer"}
@@ -59,6 +60,10 @@ var (
 	// ErrInProgress: comm, for non-blocking communicators whose work has not finished.
 	ErrInProgress = &Error{InProgress, "operation in progress"}
 )
+
+// Disagree begins the text of every ErrMismatch an Atom reports: what ranks
+// may disagree on, so a user knows where to look.
+const Disagree = "ranks disagree on the call (its collective, type, count, op or root, or a PURLIN_* setting that shapes Plans)"
 
 // New returns an error with the code of sentinel and a message of its own,
 // still matching sentinel under errors.Is.

@@ -28,7 +28,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	if c.Coll == spec.AllReduce {
 		return buildAllReduce(c, t)
 	}
-	x, segs := exchangeOf(c)
+	x, segs := exchangeOf(c, t)
 	if x == nil {
 		return nil, errs.New(errs.ErrUnsupported, "snac: no plan for collective %s", c.Coll)
 	}

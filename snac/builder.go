@@ -28,7 +28,7 @@ type builder struct {
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
 	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
-		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c),
+		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c, t),
 		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
 }
 

@@ -34,11 +34,14 @@ func (f fingerprint) sum() uint64 {
 	return x
 }
 
-// callCheck is the fingerprint of a call's shape as every rank sees it:
-// fields that differ legitimately between ranks (buffers, this rank, the root
-// of unrooted collectives, the op of copies) are left out.
-func callCheck(c *spec.Call) uint64 {
-	f := fnvOffset.mix(uint64(c.Coll), uint64(c.Type), uint64(c.NRanks), c.Count)
+// callCheck is the fingerprint of a call's shape as every rank sees it, and
+// of the topology its Plan is derived for: fields that differ legitimately
+// between ranks (buffers, this rank, the root of unrooted collectives, the op
+// of copies) are left out. Ranks whose topologies differ (a setting that
+// shapes Plans, given differently to one process) split a call differently,
+// so their calls disagree whatever their sizes.
+func callCheck(c *spec.Call, t Topology) uint64 {
+	f := fnvOffset.mix(uint64(c.Coll), uint64(c.Type), uint64(c.NRanks), c.Count).mix(t.shared()...)
 	if c.Coll.Reduces() {
 		f = f.mix(uint64(c.Op.Kind))
 	}
@@ -52,7 +55,12 @@ func callCheck(c *spec.Call) uint64 {
 }
 
 // pairCheck is the fingerprint of one pair's transfer (AllToAllV, SendRecv):
-// only the pair's byte count is known to both ends.
-func pairCheck(c *spec.Call, bytes uint64) uint64 {
-	return fnvOffset.mix(uint64(c.Coll), uint64(c.Type), uint64(c.NRanks), bytes).sum()
+// only the pair's byte count is known to both ends, and the topology.
+func pairCheck(c *spec.Call, t Topology, bytes uint64) uint64 {
+	return fnvOffset.mix(uint64(c.Coll), uint64(c.Type), uint64(c.NRanks), bytes).mix(t.shared()...).sum()
+}
+
+// shared are the fields of t that every rank must share (all but Rank).
+func (t Topology) shared() []uint64 {
+	return []uint64{uint64(t.NRanks), uint64(t.Workers), t.StageHalf, t.P2PHalf, t.PacketMax, t.ChunkMax}
 }

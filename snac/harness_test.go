@@ -32,6 +32,8 @@ type world struct {
 	// plans are each rank's Plans by shape, as comm keeps them: calls of
 	// one shape get one *Plan, which a merged group may hold twice.
 	plans []*snac.Cache
+	// alter, when set, changes rank r's topology (ranks whose settings differ).
+	alter func(r int, t *snac.Topology)
 }
 
 func newWorld(t *testing.T, n int, seed uint64) *world {
@@ -46,6 +48,9 @@ func newWorld(t *testing.T, n int, seed uint64) *world {
 func (w *world) rankTopo(r int) snac.Topology {
 	t := w.topo
 	t.Rank = r
+	if w.alter != nil {
+		w.alter(r, &t)
+	}
 	return t
 }
 

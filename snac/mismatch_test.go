@@ -46,6 +46,40 @@ func TestMismatchedCallsAreDetected(t *testing.T) {
 	}
 }
 
+// TestTopologyDisagreementIsDetected: ranks whose topologies differ (a
+// PURLIN_* setting that shapes Plans, set differently in one process) split
+// the same call differently among workers, chunks and regimes. Every such
+// call fails, with a mismatch or (when a flag is never raised) a timeout,
+// whether or not the Plans happen to line up: never wrong data, never a
+// success that depends on the sizes.
+func TestTopologyDisagreementIsDetected(t *testing.T) {
+	alters := []struct {
+		name   string
+		change func(t *snac.Topology)
+	}{
+		{"staging half", func(t *snac.Topology) { t.StageHalf /= 2 }},
+		{"packet limit", func(t *snac.Topology) { t.PacketMax /= 2 }},
+		{"chunk limit", func(t *snac.Topology) { t.ChunkMax /= 2 }},
+		{"workers", func(t *snac.Topology) { t.Workers-- }},
+		{"point-to-point half", func(t *snac.Topology) { t.P2PHalf /= 2 }},
+	}
+	for _, coll := range []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.Broadcast, spec.AllToAll} {
+		for _, count := range []uint64{16, 300, 3000, 20000} {
+			for _, a := range alters {
+				w := newWorld(t, 3, count)
+				w.alter = func(r int, t *snac.Topology) {
+					if r == 2 {
+						a.change(t)
+					}
+				}
+				err := runMismatched(w, callsFor(3, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, 1))
+				require.Error(t, err, "%s of %d elements, rank 2 with another %s", coll, count, a.name)
+				require.True(t, errors.Is(err, errs.ErrMismatch) || errors.Is(err, errs.ErrTimeout), "%s of %d, %s: %v", coll, count, a.name, err)
+			}
+		}
+	}
+}
+
 // runMismatched runs calls whose ranks disagree; the outputs are not checked.
 func runMismatched(w *world, calls []*spec.Call) error {
 	launches, err := mismatchedLaunches(w, calls)

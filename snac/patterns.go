@@ -6,12 +6,12 @@ import "purlin/spec"
 // AllReduce (see allreduce.go). segs is the number of segments of a
 // producer's slot: one per destination for scattered inputs, one for packed
 // inputs (every consumer reads the same staged copy).
-func exchangeOf(c *spec.Call) (x *exchange, segs int) {
+func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	x = &exchange{}
 	me, n := c.Rank, c.NRanks
 	size := uint64(c.Type.Size())
 	length := c.Count * size
-	check := callCheck(c)
+	check := callCheck(c, t)
 	inPlace := c.InPlace()
 	local := func(src, dst, length uint64) {
 		if !(inPlace && src == dst) && length > 0 {
@@ -57,8 +57,8 @@ func exchangeOf(c *spec.Call) (x *exchange, segs int) {
 		for q := range n {
 			if q != me {
 				ls, lr := c.SendCounts[q]*size, c.RecvCounts[q]*size
-				x.outs = append(x.outs, outFlow{to: q, seg: q, src: c.SendDispls[q] * size, length: ls, check: pairCheck(c, ls)})
-				x.ins = append(x.ins, inFlow{from: q, seg: me, dst: c.RecvDispls[q] * size, length: lr, check: pairCheck(c, lr)})
+				x.outs = append(x.outs, outFlow{to: q, seg: q, src: c.SendDispls[q] * size, length: ls, check: pairCheck(c, t, ls)})
+				x.ins = append(x.ins, inFlow{from: q, seg: me, dst: c.RecvDispls[q] * size, length: lr, check: pairCheck(c, t, lr)})
 			}
 		}
 		local(c.SendDispls[me]*size, c.RecvDispls[me]*size, min(c.SendCounts[me], c.RecvCounts[me])*size)
@@ -103,7 +103,7 @@ func exchangeOf(c *spec.Call) (x *exchange, segs int) {
 		}
 		return x, 1
 	case spec.SendRecv:
-		pc := pairCheck(c, length)
+		pc := pairCheck(c, t, length)
 		if c.IsSend {
 			x.outs = append(x.outs, outFlow{to: c.Peer, length: length, check: pc})
 		} else {

@@ -32,7 +32,7 @@ func statusError(word uint64, rank int) error {
 	case statusAborted:
 		return errs.New(errs.ErrAborted, "cuda kernel wait: %s: communicator aborted", where())
 	case statusMismatch:
-		return errs.New(errs.ErrMismatch, "cuda kernel wait: %s: ranks disagree on the call", where())
+		return errs.New(errs.ErrMismatch, "cuda kernel wait: %s: %s", where(), errs.Disagree)
 	case statusBadRef:
 		return errs.New(errs.ErrInternal, "cuda kernel: %s: a Ref outside the launch's memory", where())
 	}

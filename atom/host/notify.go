@@ -44,8 +44,8 @@ func (x *worker) wait(s *snac.Step) error {
 		}
 	}
 	if got := atomic.LoadUint64(&me.checks[2*uint64(s.Slot)+x.parity()]); got != s.Check {
-		return errs.New(errs.ErrMismatch, "ranks disagree on the call: flag slot %d (from rank %d) carries check %#x, this rank's call has %#x",
-			s.Slot, snac.SlotSource(s.Slot), got, s.Check)
+		return errs.New(errs.ErrMismatch, "%s: flag slot %d (from rank %d) carries check %#x, this rank's call has %#x",
+			errs.Disagree, s.Slot, snac.SlotSource(s.Slot), got, s.Check)
 	}
 	return nil
 }

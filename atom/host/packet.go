@@ -55,8 +55,8 @@ func (x *worker) readPackets(dst []byte, words []uint64, flag uint64, src, owner
 			}
 		}
 		if got := atomic.LoadUint64(fw); got>>32 != flag>>32 {
-			return errs.New(errs.ErrMismatch, "ranks disagree on the call: packet at byte %d of rank %d's packet buffer carries check %#x, this rank's call has %#x",
-				off+16*uint64(i), owner, got>>32, flag>>32)
+			return errs.New(errs.ErrMismatch, "%s: packet at byte %d of rank %d's packet buffer carries check %#x, this rank's call has %#x",
+				errs.Disagree, off+16*uint64(i), owner, got>>32, flag>>32)
 		}
 		var payload [8]byte
 		binary.LittleEndian.PutUint64(payload[:], atomic.LoadUint64(&words[2*i]))
