@@ -34,9 +34,9 @@ type Rank interface {
 	// however it spreads them over streams. An error in the running Plan is
 	// reported through AsyncError, never by blocking. A SpaceSend/SpaceRecv
 	// Ref with Rank i resolves against bufs[i]; Launch does not retain bufs.
-	// A GPU Atom keeps a device copy per Plan pointer for the rank's life:
-	// callers pass cached, never-modified Plans (snac.Cache), or every call
-	// uploads again.
+	// A GPU Atom keeps a device copy of each distinct Plan for the rank's
+	// life and finds it by the Plan's pointer: callers pass cached,
+	// never-modified Plans (snac.Cache), or every call looks for it again.
 	Launch(plan *snac.Plan, bufs []Buffers, stream uintptr) error
 	// AsyncError returns the first error of a launched Plan, or nil.
 	AsyncError() error

@@ -34,9 +34,9 @@ const (
 )
 
 // merge returns snac.Merge(plans...), the same *Plan every time for the same
-// parts: an Atom recognises a Plan by its pointer (atom/cuda uploads each
-// new one, into device memory it keeps for the rank's life), so a group's
-// merged point-to-point Plan must be stable.
+// parts: an Atom recognises a Plan by its pointer (a new one costs
+// atom/cuda an encoding and a look-up by content, or an upload), so a
+// group's merged point-to-point Plan must be stable.
 func (p *planner) merge(plans []*snac.Plan) (*snac.Plan, error) {
 	if len(plans) > mergeKeyParts {
 		return snac.Merge(plans...)

@@ -193,3 +193,42 @@ func TestPlansFirstSeenDuringCapture(t *testing.T) {
 	}
 	require.Greater(t, total, 30<<20, "over 30 MiB of Plans")
 }
+
+// TestPlanCopiesByContent: a Plan built again for a shape (comm's cache
+// dropped the first one, or a program cycles through more shapes than it
+// holds) finds its twin's device copy: device memory grows with the distinct
+// Plans, not with how often they are built, and the pointers kept stay
+// bounded.
+func TestPlanCopiesByContent(t *testing.T) {
+	const launch, copies cuStream = 0x51, 0x52
+	m := useModelDevice(t, launch)
+	build := func(count uint64) *snac.Plan {
+		call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: count,
+			Rank: 0, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
+		plan, err := snac.Build(call, Topology(2, 0))
+		require.NoError(t, err)
+		return plan
+	}
+	var c plans
+	first, err := c.upload(build(1<<20), copies)
+	require.NoError(t, err)
+	require.Len(t, m.mem, 1)
+	twin := build(1 << 20)
+	again, err := c.upload(twin, copies)
+	require.NoError(t, err)
+	require.Same(t, first, again, "the twin's device copy")
+	require.Same(t, first, c.lookup(twin), "found by the twin's pointer from then on")
+	require.Len(t, m.mem, 1, "no second copy")
+
+	counts := []uint64{1 << 20, 3000, 1 << 24}
+	for round := range 3 * maxPointers {
+		count := counts[round%len(counts)]
+		d, err := c.upload(build(count), copies)
+		require.NoError(t, err)
+		image, err := planBytes(build(count))
+		require.NoError(t, err)
+		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "round %d", round)
+	}
+	require.Len(t, m.mem, len(counts), "one device copy per distinct Plan")
+	require.LessOrEqual(t, c.pointers, maxPointers)
+}

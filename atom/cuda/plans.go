@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"bytes"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"unsafe"
 
@@ -106,11 +108,34 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 // plans caches device Plans by *snac.Plan: comm caches Plans per shape, so
 // a pointer names one immutable Plan. Lookups are lock-free (sync.Map); a
 // miss uploads under mu.
+//
+// Device copies are also kept by content: a Plan built again for a shape
+// whose Plan comm's cache had dropped (a program cycling through more shapes
+// than that cache holds) finds the copy its twin left and uploads nothing.
+// Device memory then grows with the distinct Plans a rank runs, never with
+// how often it runs them; the pointer map is emptied when it holds
+// maxPointers, so dropped Plans are not kept alive by it.
 type plans struct {
-	cache  sync.Map    // *snac.Plan -> *devicePlan
-	mu     sync.Mutex  // guards device
-	device []devicePtr // cuMemAlloc'd images
+	cache    sync.Map // *snac.Plan -> *devicePlan
+	mu       sync.Mutex
+	pointers int                       // entries in cache; guarded by mu
+	images   map[uint64][]*deviceImage // by imageHash; guarded by mu
+	device   []devicePtr               // cuMemAlloc'd images; guarded by mu
 }
+
+// deviceImage is one device copy, the bytes it holds and the Plan's shape
+// (steps and workers: where the image's parts begin).
+type deviceImage struct {
+	bytes          []byte
+	steps, workers int
+	plan           *devicePlan
+}
+
+// maxPointers bounds the Plan pointers plans keeps (comm's cache holds 256
+// Plans a rank, merged point-to-point Plans 64 more).
+const maxPointers = 1024
+
+var imageSeed = maphash.MakeSeed()
 
 func (c *plans) lookup(p *snac.Plan) *devicePlan {
 	if v, ok := c.cache.Load(p); ok {
@@ -140,10 +165,21 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.pointers >= maxPointers {
+		c.cache.Clear()
+		c.pointers = 0
+	}
+	key := maphash.Bytes(imageSeed, b)
+	for _, img := range c.images[key] {
+		if img.steps == len(p.Steps) && img.workers == len(p.Workers) && bytes.Equal(img.bytes, b) {
+			c.remember(p, img.plan)
+			return img.plan, nil
+		}
+	}
 	d := &devicePlan{}
 	if len(b) == 0 {
 		d.place(0, p)
-		c.cache.Store(p, d)
+		c.remember(p, d)
 		return d, nil
 	}
 	mode := uint32(streamCaptureModeRelaxed)
@@ -162,8 +198,18 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	}
 	c.device = append(c.device, ptr)
 	d.place(uint64(ptr), p)
-	c.cache.Store(p, d)
+	if c.images == nil {
+		c.images = map[uint64][]*deviceImage{}
+	}
+	c.images[key] = append(c.images[key], &deviceImage{bytes: b, steps: len(p.Steps), workers: len(p.Workers), plan: d})
+	c.remember(p, d)
 	return d, nil
+}
+
+// remember maps p to d; the caller holds mu.
+func (c *plans) remember(p *snac.Plan, d *devicePlan) {
+	c.cache.Store(p, d)
+	c.pointers++
 }
 
 func (c *plans) free() {
@@ -172,6 +218,6 @@ func (c *plans) free() {
 	for _, p := range c.device {
 		driver.MemFree(p)
 	}
-	c.device = nil
+	c.device, c.images, c.pointers = nil, nil, 0
 	c.cache.Clear()
 }
