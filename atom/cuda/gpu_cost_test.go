@@ -60,9 +60,12 @@ func TestGPUStepCosts(t *testing.T) {
 	// that each rank's first `copied` bytes of output are its input.
 	measure := func(name string, copied int, plans ...*snac.Plan) time.Duration {
 		use := ranks[:len(plans)]
-		for r, g := range use {
+		for r, g := range use { // uploads the Plans outside capture; the ranks' kernels wait for each other
 			require.NoError(t, g.Launch(plans[r], []atom.Buffers{{Send: uintptr(send[r]), Recv: uintptr(recv[r])}}, uintptr(g.stream)), name)
+		}
+		for r, g := range use {
 			g.sync(t)
+			require.NoError(t, g.AsyncError(), "%s: rank %d", name, r)
 		}
 		per := perLaunchInGraph(t, use, func(r int, g *gpuRank) {
 			g.Launch(plans[r], []atom.Buffers{{Send: uintptr(send[r]), Recv: uintptr(recv[r])}}, uintptr(g.stream))
