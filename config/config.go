@@ -41,6 +41,17 @@ type Settings struct {
 	// StageBytes is PURLIN_STAGE_BYTES: bytes of one half of the collective
 	// staging area (host default 8 MiB, CUDA default 64 MiB; 0 means the Atom's default).
 	StageBytes uint64
+	// MaxCTAs is PURLIN_MAX_CTAS, else NCCL_MAX_CTAS as NCCL reads it: the
+	// most thread blocks one CUDA-Atom Plan uses per rank (1-64; 0 means the
+	// Atom's default, 32).
+	MaxCTAs int
+	// PacketBytes is PURLIN_PACKET_BYTES: the largest payload per rank that
+	// moves as packets, one store carrying data and flag (0 means the Atom's
+	// default, 16 KiB).
+	PacketBytes uint64
+	// ChunkBytes is PURLIN_CHUNK_BYTES: the largest chunk one worker stages
+	// at a time in the pipelined sizes (0 means the Atom's default).
+	ChunkBytes uint64
 	// PeerUIDs is PURLIN_PEER_UIDS: user ids, comma-separated, whose
 	// processes may be ranks on this host besides the process's own user
 	// (default none). A local peer's messages are checked by the kernel's
@@ -87,6 +98,9 @@ func read() Settings {
 		GoMaxProcs:  atoi(Getenv("PURLIN_GOMAXPROCS"), 0),
 		HostWorkers: atoi(Getenv("PURLIN_HOST_WORKERS"), 4),
 		StageBytes:  uint64(atoi(Getenv("PURLIN_STAGE_BYTES"), 0)),
+		MaxCTAs:     atoi(Getenv("PURLIN_MAX_CTAS"), atoi(Getenv("NCCL_MAX_CTAS"), 0)),
+		PacketBytes: uint64(atoi(Getenv("PURLIN_PACKET_BYTES"), 0)),
+		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
 	}
 	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
 		s.Timeout = time.Duration(v * float64(time.Second))
@@ -103,6 +117,20 @@ func read() Settings {
 		s.HostWorkers = 1
 	}
 	return s
+}
+
+// Sizes replaces an Atom's default staging half, packet limit and chunk
+// limit by PURLIN_STAGE_BYTES, PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES
+// where they are set. Every rank must see the same values.
+func (s Settings) Sizes(stageHalf, packetMax, chunkMax *uint64) {
+	for _, o := range []struct {
+		dst *uint64
+		v   uint64
+	}{{stageHalf, s.StageBytes}, {packetMax, s.PacketBytes}, {chunkMax, s.ChunkBytes}} {
+		if o.v > 0 {
+			*o.dst = o.v
+		}
+	}
 }
 
 // debugLevel is PURLIN_DEBUG, or NCCL_DEBUG when PURLIN_DEBUG is unset or empty.

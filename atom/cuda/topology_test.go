@@ -6,24 +6,44 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"purlin/config"
+	"purlin/snac"
 )
 
-func TestTopologyDefaultsAndStageOverride(t *testing.T) {
-	t.Setenv("PURLIN_STAGE_BYTES", "")
+// TestTopologyDefaultsAndOverrides: the defaults, equal on every rank;
+// PURLIN_STAGE_BYTES, PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES replace the
+// sizes, PURLIN_MAX_CTAS (else NCCL_MAX_CTAS, as NCCL users set it) the
+// thread blocks, up to snac.MaxWorkers.
+func TestTopologyDefaultsAndOverrides(t *testing.T) {
+	t.Cleanup(func() { config.Reload() }) // after Setenv's restores
+	for _, v := range []string{"PURLIN_STAGE_BYTES", "PURLIN_PACKET_BYTES", "PURLIN_CHUNK_BYTES", "PURLIN_MAX_CTAS", "NCCL_MAX_CTAS"} {
+		t.Setenv(v, "")
+	}
 	config.Reload()
-	t.Cleanup(func() { config.Reload() })
 	for _, n := range []int{1, 2, 8} {
 		for r := 0; r < n; r++ {
 			top := Topology(n, r)
 			require.Equal(t, n, top.NRanks)
 			require.Equal(t, r, top.Rank)
 			require.Equal(t, uint64(DefaultStageHalf), top.StageHalf)
+			require.Equal(t, DefaultWorkers, top.Workers)
+			require.Equal(t, uint64(DefaultPacketMax), top.PacketMax)
+			require.Equal(t, uint64(DefaultChunkMax), top.ChunkMax)
 			require.Equal(t, Topology(n, 0).Workers, top.Workers, "equal on every rank")
 			require.LessOrEqual(t, top.PacketMax, top.StageHalf)
 			require.LessOrEqual(t, top.ChunkMax, top.StageHalf)
 		}
 	}
 	t.Setenv("PURLIN_STAGE_BYTES", "2097152")
+	t.Setenv("PURLIN_PACKET_BYTES", "65536")
+	t.Setenv("PURLIN_CHUNK_BYTES", "262144")
+	t.Setenv("NCCL_MAX_CTAS", "16")
 	config.Reload()
-	require.Equal(t, uint64(2<<20), Topology(2, 1).StageHalf)
+	top := Topology(2, 1)
+	require.Equal(t, uint64(2<<20), top.StageHalf)
+	require.Equal(t, uint64(64<<10), top.PacketMax)
+	require.Equal(t, uint64(256<<10), top.ChunkMax)
+	require.Equal(t, 16, top.Workers, "NCCL_MAX_CTAS")
+	t.Setenv("PURLIN_MAX_CTAS", "100")
+	config.Reload()
+	require.Equal(t, snac.MaxWorkers, Topology(2, 1).Workers, "PURLIN_MAX_CTAS first, at most snac.MaxWorkers")
 }

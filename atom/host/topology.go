@@ -7,7 +7,7 @@ import (
 
 // The host Atom's default topology. Every value must be equal on every rank
 // (SNAC derives its regimes from them), which is why PURLIN_HOST_WORKERS
-// and PURLIN_STAGE_BYTES must be set alike on all ranks.
+// and the size settings (config.Settings.Sizes) must be set alike on all ranks.
 const (
 	// DefaultStageHalf is one half of the collective staging area
 	// (PURLIN_STAGE_BYTES overrides it).
@@ -21,15 +21,13 @@ const (
 )
 
 // Topology is the host Atom's topology for rank of nranks: PURLIN_HOST_WORKERS
-// goroutines per Plan and the default staging sizes, PURLIN_STAGE_BYTES
-// replacing the staging half when set; a communicator's Config may override
-// the rest.
+// goroutines per Plan and the default sizes, PURLIN_STAGE_BYTES,
+// PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES replacing them when set; a
+// communicator's Config may override the rest.
 func Topology(nranks, rank int) snac.Topology {
 	s := config.Get()
 	t := snac.Topology{NRanks: nranks, Rank: rank, Workers: s.HostWorkers, StageHalf: DefaultStageHalf,
 		P2PHalf: DefaultP2PHalf, PacketMax: DefaultPacketMax, ChunkMax: DefaultChunkMax}
-	if s.StageBytes > 0 {
-		t.StageHalf = s.StageBytes
-	}
+	s.Sizes(&t.StageHalf, &t.PacketMax, &t.ChunkMax)
 	return t
 }
