@@ -38,6 +38,12 @@ type Rank interface {
 	// life and finds it by the Plan's pointer: callers pass cached,
 	// never-modified Plans (snac.Cache), or every call looks for it again.
 	Launch(plan *snac.Plan, bufs []Buffers, stream uintptr) error
+	// Follow makes the work enqueued on stream from now on wait for the work
+	// enqueued on after so far, as a CUDA stream waits on an event recorded
+	// on after (comm joins the streams of a group with it, as NCCL does).
+	// Streams in different CUDA graph captures cannot wait for each other:
+	// that is an invalid usage.
+	Follow(stream, after uintptr) error
 	// AsyncError returns the first error of a launched Plan, or nil.
 	AsyncError() error
 	// Abort makes every wait of this rank's running and future Plans fail

@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -136,6 +137,11 @@ func firstError(list []error) error {
 
 // launchGroupOps launches each communicator's queued collectives in order,
 // then its point-to-point operations merged into one Plan.
+//
+// A communicator whose operations in the group name several streams runs
+// them as NCCL does, as one operation posted on every one of them: the
+// operations go to the first stream, after the work queued on the others so
+// far, and the others then wait for them (see joinStreams).
 func launchGroupOps(ops []groupOp) error {
 	var first error
 	keep := func(err error) {
@@ -144,13 +150,31 @@ func launchGroupOps(ops []groupOp) error {
 		}
 	}
 	var order []*Comm
+	streams := map[*Comm][]uintptr{} // each communicator's streams, in order of first use
+	for i := range ops {
+		c, s := ops[i].c, ops[i].stream
+		if _, seen := streams[c]; !seen {
+			order = append(order, c)
+		}
+		if !slices.Contains(streams[c], s) {
+			streams[c] = append(streams[c], s)
+		}
+	}
+	joined, unjoined := map[*Comm]bool{}, map[*Comm]bool{}
+	for _, c := range order {
+		if len(streams[c]) > 1 && c.usable("GroupEnd") == nil {
+			err := c.joinStreams(streams[c][0], streams[c][1:], true)
+			keep(err)
+			joined[c], unjoined[c] = err == nil, err != nil
+		}
+	}
 	p2p := map[*Comm][]groupOp{}
 	for i := range ops {
 		op := &ops[i]
-		if _, seen := p2p[op.c]; !seen {
-			order = append(order, op.c)
-			p2p[op.c] = nil
+		if unjoined[op.c] {
+			continue // its streams could not be joined (reported above)
 		}
+		op.stream = streams[op.c][0]
 		if op.call.Coll == spec.SendRecv {
 			p2p[op.c] = append(p2p[op.c], *op)
 			continue
@@ -165,6 +189,27 @@ func launchGroupOps(ops []groupOp) error {
 		if list := p2p[c]; len(list) > 0 {
 			keep(c.launchMerged(list))
 		}
+		if joined[c] {
+			keep(c.joinStreams(streams[c][0], streams[c][1:], false))
+		}
 	}
 	return first
+}
+
+// joinStreams orders a group's streams around its operations on first:
+// before them (before), first waits for the work queued on each of others
+// so far; after them, each of others waits for first.
+func (c *Comm) joinStreams(first uintptr, others []uintptr, before bool) error {
+	for _, s := range others {
+		var err error
+		if before {
+			err = c.dp.Follow(first, s)
+		} else {
+			err = c.dp.Follow(s, first)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package cuda
 import (
 	"sync"
 	"sync/atomic"
+
+	"purlin/errs"
 )
 
 // streamPerThread is CU_STREAM_PER_THREAD: one handle that names a
@@ -29,8 +31,9 @@ type launchOrder struct {
 	// (^ keeps the zero value apart from stream 0). Written under mu.
 	last atomic.Uintptr
 
-	mu       sync.Mutex   // serializes launches onto a new stream
+	mu       sync.Mutex   // serializes launches onto a new stream, and Follow
 	event    cuEvent      // guarded by mu
+	join     cuEvent      // Follow's; guarded by mu
 	recorded bool         // event already marks the latest launch (per-thread stream); guarded by mu
 	at       captureState // the capture event was recorded in, when recorded; guarded by mu
 }
@@ -43,14 +46,44 @@ type captureState struct {
 
 // init creates the event; it runs at NewRank, outside any capture.
 func (o *launchOrder) init() error {
-	return cuErr(driver.EventCreate(&o.event, eventDisableTiming), "cuEventCreate")
+	if err := cuErr(driver.EventCreate(&o.event, eventDisableTiming), "cuEventCreate"); err != nil {
+		return err
+	}
+	return cuErr(driver.EventCreate(&o.join, eventDisableTiming), "cuEventCreate")
 }
 
 func (o *launchOrder) free() {
-	if o.event != 0 {
-		driver.EventDestroy(o.event)
-		o.event = 0
+	for _, e := range []*cuEvent{&o.event, &o.join} {
+		if *e != 0 {
+			driver.EventDestroy(*e)
+			*e = 0
+		}
 	}
+}
+
+// Follow makes the work enqueued on stream from now on wait for the work
+// enqueued on after so far (an event recorded on after, waited for on
+// stream). Both must be eager or in the same capture, where the wait is a
+// graph edge; a capture and anything outside it cannot wait for each other.
+func (r *Rank) Follow(stream, after uintptr) error {
+	if stream == after {
+		return nil
+	}
+	o := &r.order
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return inContext(r.ctx, func() error {
+		s, a := cuStream(stream), cuStream(after)
+		sc, sok := captureOf(s)
+		ac, aok := captureOf(a)
+		if !sok || !aok || sc != ac {
+			return errs.New(errs.ErrInvalidUsage, "cuda rank %d: streams %#x and %#x of one group are not in the same CUDA graph capture (or one cannot be used now)", r.topo.Rank, stream, after)
+		}
+		if err := cuErr(driver.EventRecord(o.join, a), "cuEventRecord", "joining a group's streams"); err != nil {
+			return err
+		}
+		return cuErr(driver.StreamWaitEvent(s, o.join, 0), "cuStreamWaitEvent", "joining a group's streams")
+	})
 }
 
 // launchInOrder enqueues the rank's kernel with grid workers on stream,

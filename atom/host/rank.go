@@ -110,6 +110,29 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	return nil
 }
 
+// Follow makes the work enqueued on stream from now on wait for the work
+// enqueued on after so far: a job on stream that waits for after to finish
+// it, as a CUDA stream waits on an event recorded on after.
+func (r *Rank) Follow(stream, after uintptr) error {
+	if stream == 0 {
+		stream = r.stream
+	}
+	if after == 0 {
+		after = r.stream
+	}
+	if stream == after {
+		return nil
+	}
+	s, a := lookupStream(stream), lookupStream(after)
+	if s == nil || a == nil {
+		return errs.New(errs.ErrInvalidArgument, "host rank %d: Follow on unknown stream %d or %d", r.topo.Rank, stream, after)
+	}
+	j := jobPool.Get().(*job)
+	j.after, j.upto = a, a.point()
+	s.enqueue(j)
+	return nil
+}
+
 // AsyncError returns the first error of a launched Plan, or nil.
 func (r *Rank) AsyncError() error {
 	r.mu.Lock()

@@ -17,6 +17,10 @@ type job struct {
 	seq  uint64 // the rank's Plans launched before this one
 	bufs []atom.Buffers
 	one  [1]atom.Buffers // bufs' storage when the Plan serves one call
+	// after, when set, makes the job a wait instead of a Plan (Rank.Follow):
+	// it ends once after has finished its first upto jobs.
+	after *stream
+	upto  uint64
 }
 
 var jobPool = sync.Pool{New: func() any { return new(job) }}
@@ -57,6 +61,9 @@ type stream struct {
 	busy    bool       // a job is running; guarded by mu
 	failed  error      // the first error of a job on this stream; guarded by mu
 	destroy bool       // guarded by mu
+	// enqueued and done count the jobs queued and finished so far (Follow's
+	// waits name a point of this stream by them); guarded by mu.
+	enqueued, done uint64
 }
 
 var registry struct {
@@ -122,7 +129,25 @@ func DestroyStream(h uintptr) error {
 func (s *stream) enqueue(j *job) {
 	s.mu.Lock()
 	s.queue = append(s.queue, j)
+	s.enqueued++
 	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// point is how many jobs s has been given so far: a wait for s's work up to
+// now waits until s has finished that many.
+func (s *stream) point() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.enqueued
+}
+
+// reach waits until s has finished its first n jobs.
+func (s *stream) reach(n uint64) {
+	s.mu.Lock()
+	for s.done < n {
+		s.cond.Wait()
+	}
 	s.mu.Unlock()
 }
 
@@ -143,9 +168,14 @@ func (s *stream) serve() {
 		s.busy = true
 		s.mu.Unlock()
 
-		j.rank.awaitTurn(j.seq)
-		err := j.rank.run(j.plan, j.bufs)
-		j.rank.finished()
+		var err error
+		if j.after != nil {
+			j.after.reach(j.upto)
+		} else {
+			j.rank.awaitTurn(j.seq)
+			err = j.rank.run(j.plan, j.bufs)
+			j.rank.finished()
+		}
 		j.release()
 
 		s.mu.Lock()
@@ -153,6 +183,7 @@ func (s *stream) serve() {
 			s.failed = err
 		}
 		s.busy = false
+		s.done++
 		s.cond.Broadcast()
 	}
 }
