@@ -77,18 +77,18 @@ purlinResult_t purlinCommShrink(purlinComm_t comm, int* excludeRanksList, int ex
 }
 NCCL_ALIASES(CommShrink)
 
-purlinResult_t purlinCommCount(const purlinComm_t comm, int* count) { GUARD(); return goCommQuery((uintptr_t)comm, 0, count); }
+purlinResult_t purlinCommCount(const purlinComm_t comm, int* count) { GUARD(); return goCommCount((uintptr_t)comm, count); }
 NCCL_ALIASES(CommCount)
-purlinResult_t purlinCommCuDevice(const purlinComm_t comm, int* device) { GUARD(); return goCommQuery((uintptr_t)comm, 1, device); }
+purlinResult_t purlinCommCuDevice(const purlinComm_t comm, int* device) { GUARD(); return goCommCuDevice((uintptr_t)comm, device); }
 NCCL_ALIASES(CommCuDevice)
-purlinResult_t purlinCommUserRank(const purlinComm_t comm, int* rank) { GUARD(); return goCommQuery((uintptr_t)comm, 2, rank); }
+purlinResult_t purlinCommUserRank(const purlinComm_t comm, int* rank) { GUARD(); return goCommUserRank((uintptr_t)comm, rank); }
 NCCL_ALIASES(CommUserRank)
 purlinResult_t purlinCommSynchronize(purlinComm_t comm) { GUARD(); return goCommSynchronize((uintptr_t)comm); }
 
 /* ---------- host streams ---------- */
-purlinResult_t purlinHostStreamCreate(purlinStream_t* stream) { GUARD(); return goHostStream(0, (uintptr_t*)stream, 0); }
-purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream) { GUARD(); return goHostStream(1, NULL, (uintptr_t)stream); }
-purlinResult_t purlinHostStreamDestroy(purlinStream_t stream) { GUARD(); return goHostStream(2, NULL, (uintptr_t)stream); }
+purlinResult_t purlinHostStreamCreate(purlinStream_t* stream) { GUARD(); return goHostStreamCreate((uintptr_t*)stream); }
+purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream) { GUARD(); return goHostStreamSynchronize((uintptr_t)stream); }
+purlinResult_t purlinHostStreamDestroy(purlinStream_t stream) { GUARD(); return goHostStreamDestroy((uintptr_t)stream); }
 
 /* ---------- reduction ops ---------- */
 purlinResult_t purlinRedOpCreatePreMulSum(purlinRedOp_t* op, void* scalar, purlinDataType_t datatype, purlinScalarResidence_t residence, purlinComm_t comm) {

@@ -161,24 +161,34 @@ func goCommShrink(h C.uintptr_t, exclude *C.int, n C.int, out *C.uintptr_t, cfg 
 	return result(c, err)
 }
 
-//export goCommQuery
-func goCommQuery(h C.uintptr_t, what C.int, out *C.int) (res C.purlinResult_t) {
+//export goCommCount
+func goCommCount(h C.uintptr_t, out *C.int) (res C.purlinResult_t) {
 	defer recovered(&res)
+	return commInt(h, out, "CommCount: count", (*comm.Comm).Count)
+}
+
+//export goCommCuDevice
+func goCommCuDevice(h C.uintptr_t, out *C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	return commInt(h, out, "CommCuDevice: device", (*comm.Comm).Device)
+}
+
+//export goCommUserRank
+func goCommUserRank(h C.uintptr_t, out *C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	return commInt(h, out, "CommUserRank: rank", (*comm.Comm).Rank)
+}
+
+// commInt stores get of communicator h at out; what names out in errors.
+func commInt(h C.uintptr_t, out *C.int, what string, get func(*comm.Comm) int) C.purlinResult_t {
 	c, err := lookup(h)
 	if err != nil {
 		return result(nil, err)
 	}
 	if out == nil {
-		return result(c, nullArg("CommCount/CuDevice/UserRank: output"))
+		return result(c, nullArg(what))
 	}
-	switch what {
-	case 0:
-		*out = C.int(c.Count())
-	case 1:
-		*out = C.int(c.Device())
-	default:
-		*out = C.int(c.Rank())
-	}
+	*out = C.int(get(c))
 	return C.purlinSuccess
 }
 
@@ -210,23 +220,26 @@ func goCommSynchronize(h C.uintptr_t) (res C.purlinResult_t) {
 	return result(c, c.Synchronize())
 }
 
-// goHostStream: what 0 creates, 1 synchronizes, 2 destroys a host stream.
-//
-//export goHostStream
-func goHostStream(what C.int, out *C.uintptr_t, s C.uintptr_t) (res C.purlinResult_t) {
+//export goHostStreamCreate
+func goHostStreamCreate(out *C.uintptr_t) (res C.purlinResult_t) {
 	defer recovered(&res)
-	switch what {
-	case 0:
-		if out == nil {
-			return result(nil, nullArg("HostStreamCreate: stream"))
-		}
-		*out = C.uintptr_t(comm.NewHostStream())
-		return C.purlinSuccess
-	case 1:
-		return result(nil, comm.SynchronizeHostStream(uintptr(s)))
-	default:
-		return result(nil, comm.DestroyHostStream(uintptr(s)))
+	if out == nil {
+		return result(nil, nullArg("HostStreamCreate: stream"))
 	}
+	*out = C.uintptr_t(comm.NewHostStream())
+	return C.purlinSuccess
+}
+
+//export goHostStreamSynchronize
+func goHostStreamSynchronize(s C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	return result(nil, comm.SynchronizeHostStream(uintptr(s)))
+}
+
+//export goHostStreamDestroy
+func goHostStreamDestroy(s C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	return result(nil, comm.DestroyHostStream(uintptr(s)))
 }
 
 //export goResetDebugInit

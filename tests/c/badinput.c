@@ -110,7 +110,9 @@ static void test_bad_arguments(void) {
   expect_rejected(ncclSend(send, 64, ncclFloat32, 2, c0, NULL), ncclInvalidArgument, c0, "ncclSend(peer 2 of 2)", "peer");
   expect_rejected(ncclRecv(recv, 64, ncclFloat32, -1, c0, NULL), ncclInvalidArgument, c0, "ncclRecv(peer -1)", "peer");
   int count = 0;
-  expect_rejected(ncclCommCount(c0, NULL), ncclInvalidArgument, c0, "ncclCommCount(count NULL)", NULL);
+  expect_rejected(ncclCommCount(c0, NULL), ncclInvalidArgument, c0, "ncclCommCount(count NULL)", "CommCount");
+  expect_rejected(ncclCommUserRank(c0, NULL), ncclInvalidArgument, c0, "ncclCommUserRank(rank NULL)", "CommUserRank");
+  expect_rejected(ncclCommCuDevice(c0, NULL), ncclInvalidArgument, c0, "ncclCommCuDevice(device NULL)", "CommCuDevice");
   expect_rejected(ncclCommCount(NULL, &count), ncclInvalidArgument, NULL, "ncclCommCount(comm NULL)", NULL);
   expect_usable(&q, "rejected arguments");
   clique_destroy(&q);
