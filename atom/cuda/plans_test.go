@@ -56,7 +56,7 @@ func TestPlanBytesRejectsBadPlans(t *testing.T) {
 
 func TestWindowLayout(t *testing.T) {
 	topo := snac.Topology{NRanks: 2, StageHalf: 1 << 20, P2PHalf: 1 << 16, PacketMax: 4096}
-	w := windowLayout(topo)
+	w := newLayout(topo)
 	require.GreaterOrEqual(t, w.packet, topo.StageBytes())
 	require.GreaterOrEqual(t, w.flags-w.packet, topo.PacketBytes())
 	require.GreaterOrEqual(t, w.checks-w.flags, uint64(snac.NumSlots*8))

@@ -11,7 +11,7 @@ import (
 	"purlin/snac"
 )
 
-// Rank is one rank's GPU datapath: its symmetric window, epochs, abort flag
+// Rank is one rank's GPU datapath: its symmetric memory, epochs, abort flag
 // and status word, the kernel loaded in its context, and its cached Plans.
 // Launch may be called from any goroutine; the fields below are set by
 // NewRank and read-only afterwards, except the plan cache (its own lock).
@@ -21,7 +21,7 @@ type Rank struct {
 	ctx    cuContext
 	fn     cuFunction
 	order  launchOrder // the rank's launches across streams
-	layout window
+	layout layout
 	mem    *symmetric
 	epochs devicePtr
 	host   hostMapped // [0:4] abort word (uint32, see abortAll), [8:16] status word (uint64)
@@ -51,7 +51,7 @@ func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, er
 	if topo.NRanks < 1 || topo.NRanks > snac.MaxRanks || topo.Rank < 0 || topo.Rank >= topo.NRanks {
 		return nil, errs.New(errs.ErrInvalidArgument, "cuda NewRank: rank %d of %d", topo.Rank, topo.NRanks)
 	}
-	r := &Rank{topo: topo, device: opts.Device, layout: windowLayout(topo)}
+	r := &Rank{topo: topo, device: opts.Device, layout: newLayout(topo)}
 	var prev cuContext
 	if res := driver.CtxGetCurrent(&prev); res != cuSuccess {
 		return nil, cuErr(res, "cuCtxGetCurrent")
@@ -93,7 +93,7 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if res := driver.MemsetD8(r.epochs, 0, size); res != cuSuccess {
 		return cuErr(res, "cuMemsetD8", "epochs")
 	}
-	if r.mem, err = shareWindows(ex, r.device, r.layout); err != nil {
+	if r.mem, err = shareSymmetric(ex, r.device, r.layout); err != nil {
 		return err
 	}
 	timeout := opts.TimeoutNanos

@@ -15,15 +15,15 @@ import (
 // up to snac.MaxRanks, with its real topology: memory sizes, the per-rank
 // tables, and every Ref, slot and peer of the Plans it would run.
 
-// TestWindowAtEveryRankCount: the window's regions are aligned, disjoint,
+// TestLayoutAtEveryRankCount: the symmetric memory's regions are aligned, disjoint,
 // large enough for what SNAC addresses, equal on every rank, and at 8 ranks
 // still a modest share of a GPU (2*StageHalf + 8*2*P2PHalf of staging).
-func TestWindowAtEveryRankCount(t *testing.T) {
+func TestLayoutAtEveryRankCount(t *testing.T) {
 	for n := 1; n <= snac.MaxRanks; n++ {
 		topo := Topology(n, 0)
-		w := windowLayout(topo)
+		w := newLayout(topo)
 		for r := 1; r < n; r++ {
-			require.Equal(t, w, windowLayout(Topology(n, r)), "n=%d: rank %d's window differs from rank 0's", n, r)
+			require.Equal(t, w, newLayout(Topology(n, r)), "n=%d: rank %d's layout differs from rank 0's", n, r)
 		}
 		starts := []uint64{w.stage, w.packet, w.flags, w.checks, uint64(w.size)}
 		needs := []uint64{topo.StageBytes(), topo.PacketBytes(), snac.NumSlots * 8, snac.NumSlots * 2 * 8}
@@ -35,7 +35,7 @@ func TestWindowAtEveryRankCount(t *testing.T) {
 			const stage = 2*DefaultStageHalf + snac.MaxRanks*2*DefaultP2PHalf
 			require.Equal(t, uint64(stage), topo.StageBytes())
 			require.Less(t, uint64(w.size), uint64(stage+4<<20), "8 ranks: %d MiB a rank", w.size>>20)
-			t.Logf("window at %d ranks: %d MiB (staging %d MiB, packets %d KiB, flags+checks %d KiB)",
+			t.Logf("symmetric memory at %d ranks: %d MiB (staging %d MiB, packets %d KiB, flags+checks %d KiB)",
 				n, w.size>>20, topo.StageBytes()>>20, topo.PacketBytes()>>10, (uint64(w.size)-w.flags)>>10)
 		}
 	}
@@ -46,7 +46,7 @@ func TestWindowAtEveryRankCount(t *testing.T) {
 // the kernel reports as a bad Ref instead of writing anywhere).
 func TestPeersOfEveryRankCount(t *testing.T) {
 	for n := 1; n <= snac.MaxRanks; n++ {
-		w := windowLayout(Topology(n, 0))
+		w := newLayout(Topology(n, 0))
 		var s symmetric
 		for r := 0; r < n; r++ {
 			s.base[r] = uint64(r+1) << 32

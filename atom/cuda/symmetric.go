@@ -9,21 +9,21 @@ import (
 	"purlin/snac"
 )
 
-// window is a rank's symmetric memory, one VMM allocation laid out alike on
-// every rank (the Topology is equal everywhere):
+// layout places a rank's symmetric memory, one VMM allocation laid out alike
+// on every rank (the Topology is equal everywhere):
 //
 //	[staging | packets | flags | checks]
 //
 // Flags, checks and packets start zeroed; nothing clears them afterwards.
-type window struct {
+type layout struct {
 	stage, packet, flags, checks uint64 // offsets
 	size                         uintptr
 }
 
-func windowLayout(t snac.Topology) window {
+func newLayout(t snac.Topology) layout {
 	const align = 4096
 	up := func(x uint64) uint64 { return (x + align - 1) / align * align }
-	var w window
+	var w layout
 	w.stage = 0
 	w.packet = up(t.StageBytes())
 	w.flags = w.packet + up(t.PacketBytes())
@@ -32,22 +32,22 @@ func windowLayout(t snac.Topology) window {
 	return w
 }
 
-// symmetric is every rank's window as this rank addresses it.
+// symmetric is every rank's symmetric memory as this rank addresses it.
 type symmetric struct {
 	mine    vmm
-	imports []vmm // other processes' windows mapped here
+	imports []vmm // other processes' symmetric memory mapped here
 	base    [snac.MaxRanks]uint64
 }
 
-// shareWindows allocates this rank's window on device, zeroes it and makes
-// every rank's window addressable. Every rank maps every other rank's window
-// under a reference of its own, so a window outlives its owner's free (an
+// shareSymmetric allocates this rank's symmetric memory on device, zeroes it
+// and makes every rank's addressable. Every rank maps every other rank's
+// under a reference of its own, so the memory outlives its owner's free (an
 // aborted or destroyed rank) until every mapping of it is gone: a peer's
 // kernel still running never touches freed memory. Ranks in one process
 // retain each other's allocations by address; ranks in several processes
 // pass POSIX fds (Exchange.AllGatherFD) and import them. Every rank takes the
 // same branch: it is decided from all ranks' pids.
-func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
+func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) {
 	mine, err := allocVMM(device, w.size)
 	if err != nil {
 		return nil, err
@@ -55,10 +55,10 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	s := &symmetric{mine: mine}
 	fail := func(err error) (*symmetric, error) { s.free(); return nil, err }
 	if r := driver.MemsetD8(mine.ptr, 0, mine.size); r != cuSuccess {
-		return fail(cuErr(r, "cuMemsetD8", "window"))
+		return fail(cuErr(r, "cuMemsetD8", "symmetric memory"))
 	}
 	if r := driver.CtxSynchronize(); r != cuSuccess { // zeroed before any peer can notify
-		return fail(cuErr(r, "cuCtxSynchronize", "window"))
+		return fail(cuErr(r, "cuCtxSynchronize", "symmetric memory"))
 	}
 	msg := make([]byte, 32)
 	binary.LittleEndian.PutUint64(msg[0:], uint64(os.Getpid()))
@@ -67,7 +67,7 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	binary.LittleEndian.PutUint64(msg[24:], uint64(device))
 	all, err := ex.AllGather(msg)
 	if err != nil {
-		return fail(errs.New(errs.ErrRemote, "cuda window exchange rank %d: %v", ex.Rank(), err))
+		return fail(errs.New(errs.ErrRemote, "cuda symmetric memory exchange rank %d: %v", ex.Rank(), err))
 	}
 	if len(all) > snac.MaxRanks {
 		return fail(errs.New(errs.ErrInvalidArgument, "cuda: %d ranks, at most %d", len(all), snac.MaxRanks))
@@ -76,12 +76,12 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	devices := make([]int, len(all))
 	for r, m := range all {
 		if len(m) != 32 {
-			return fail(errs.New(errs.ErrRemote, "cuda window exchange: rank %d sent %d bytes", r, len(m)))
+			return fail(errs.New(errs.ErrRemote, "cuda symmetric memory exchange: rank %d sent %d bytes", r, len(m)))
 		}
 		onePID = onePID && binary.LittleEndian.Uint64(m) == uint64(os.Getpid())
 		devices[r] = int(binary.LittleEndian.Uint64(m[24:]))
 		if binary.LittleEndian.Uint64(m[16:]) != uint64(mine.size) {
-			return fail(errs.New(errs.ErrInvalidUsage, "cuda window exchange: rank %d's window differs in size", r))
+			return fail(errs.New(errs.ErrInvalidUsage, "cuda symmetric memory exchange: rank %d's symmetric memory differs in size", r))
 		}
 	}
 	if onePID {
@@ -89,7 +89,7 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 		// a pair that cannot would fault in the kernel: refuse here, on
 		// every rank alike (each checks every pair).
 		if a, b := unreachablePair(devices, canAccessPeer); a >= 0 {
-			return fail(errs.New(errs.ErrUnsupported, "cuda window rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
+			return fail(errs.New(errs.ErrUnsupported, "cuda symmetric memory rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
 		}
 		for r, m := range all {
 			if r == ex.Rank() {
@@ -112,7 +112,7 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	fds, err := ex.AllGatherFD(fd)
 	closeFDs([]int{fd})
 	if err != nil {
-		return fail(errs.New(errs.ErrRemote, "cuda window fd exchange rank %d: %v", ex.Rank(), err))
+		return fail(errs.New(errs.ErrRemote, "cuda symmetric memory fd exchange rank %d: %v", ex.Rank(), err))
 	}
 	defer closeFDs(fds)
 	for r := range all {
@@ -130,11 +130,11 @@ func shareWindows(ex atom.Exchange, device int, w window) (*symmetric, error) {
 	return s, s.barrier(ex, fail)
 }
 
-// barrier returns once every rank has mapped every window, before anyone
+// barrier returns once every rank has mapped every rank's memory, before anyone
 // launches (and before a rank whose init fails frees what others map).
 func (s *symmetric) barrier(ex atom.Exchange, fail func(error) (*symmetric, error)) error {
 	if _, err := ex.AllGather(nil); err != nil {
-		_, err = fail(errs.New(errs.ErrRemote, "cuda window barrier rank %d: %v", ex.Rank(), err))
+		_, err = fail(errs.New(errs.ErrRemote, "cuda symmetric memory barrier rank %d: %v", ex.Rank(), err))
 		return err
 	}
 	return nil
@@ -148,7 +148,7 @@ func (s *symmetric) free() {
 }
 
 // peersOf fills the kernel's view of every rank's spaces.
-func (s *symmetric) peersOf(w window, nranks int) peers {
+func (s *symmetric) peersOf(w layout, nranks int) peers {
 	var p peers
 	for r := 0; r < nranks; r++ {
 		p.Stage[r] = s.base[r] + w.stage
@@ -161,7 +161,7 @@ func (s *symmetric) peersOf(w window, nranks int) peers {
 
 // unreachablePair is the first pair of ranks (a, b) whose devices[a]
 // cannot access devices[b], or (-1, -1) when every rank reaches every
-// window (ranks sharing a device always do).
+// rank's memory (ranks sharing a device always do).
 func unreachablePair(devices []int, canAccess func(from, to int) bool) (int, int) {
 	for a, from := range devices {
 		for b, to := range devices {
