@@ -19,6 +19,10 @@ package atom
 
 import "purlin/snac"
 
+// MaxBuffers is the most calls (buffer pairs) one Launch may address: a
+// merged group Plan's SpaceSend/SpaceRecv Ref.Rank is below it.
+const MaxBuffers = 16
+
 // Buffers are the caller's memory for one call (addresses in the caller's
 // address space; device pointers for a GPU Atom).
 type Buffers struct {

@@ -65,15 +65,19 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	return err
 }
 
-// launchMerged builds the Plans of a group's point-to-point operations,
-// merges them into one (buffer i is operation i's) and launches it on the
-// first operation's stream.
-func (c *Comm) launchMerged(ops []groupOp) error {
-	if err := c.usable("Send/Recv"); err != nil {
+// launchMerged builds the Plans of a group's operations, merges them into
+// one (buffer i is operation i's) and launches it on stream. A merge past
+// the limits of one launch (snac.MaxWorkers workers, atom.MaxBuffers calls)
+// launches nothing and returns its error.
+func (c *Comm) launchMerged(ops []groupOp, stream uintptr) error {
+	if err := c.usable(ops[0].call.Coll.String()); err != nil {
 		return err
 	}
 	if len(ops) == 1 {
-		return c.launch(&ops[0].call, ops[0].stream)
+		return c.launch(&ops[0].call, stream)
+	}
+	if len(ops) > atom.MaxBuffers {
+		return errs.New(errs.ErrUnsupported, "GroupEnd: %d operations of rank %d in one launch, at most %d", len(ops), c.rank, atom.MaxBuffers)
 	}
 	plans := make([]*snac.Plan, len(ops))
 	bufs := make([]atom.Buffers, len(ops))
@@ -87,9 +91,12 @@ func (c *Comm) launchMerged(ops []groupOp) error {
 	}
 	merged, err := c.plans.merge(plans)
 	if err != nil {
-		return errs.New(errs.ErrInternal, "GroupEnd: merging %d point-to-point operations of rank %d: %v", len(ops), c.rank, err)
+		return errs.New(errs.ErrInternal, "GroupEnd: merging %d operations of rank %d: %v", len(ops), c.rank, err)
 	}
-	return c.dp.Launch(merged, bufs, ops[0].stream)
+	if len(merged.Workers) > snac.MaxWorkers {
+		return errs.New(errs.ErrUnsupported, "GroupEnd: %d operations of rank %d need %d workers, at most %d", len(ops), c.rank, len(merged.Workers), snac.MaxWorkers)
+	}
+	return c.dp.Launch(merged, bufs, stream)
 }
 
 // cloneCall copies call with its own vectors: a queued call must not alias

@@ -135,13 +135,20 @@ func firstError(list []error) error {
 	return nil
 }
 
-// launchGroupOps launches each communicator's queued collectives in order,
-// then its point-to-point operations merged into one Plan.
+// launchGroupOps launches each communicator's operations of the group.
 //
-// A communicator whose operations in the group name several streams runs
-// them as NCCL does, as one operation posted on every one of them: the
-// operations go to the first stream, after the work queued on the others so
-// far, and the others then wait for them (see joinStreams).
+// A communicator's point-to-point operations run in one Plan together with
+// its first collectives of one type and op (snac.Merge: side by side on
+// their channels), so a send never waits for a collective of its own group:
+// a peer that posts the matching receive before that collective, outside any
+// group, is served, as NCCL serves it. Its other collectives follow, each run
+// of one type and op as one Plan. Where a merge would pass the limits of one
+// launch, the operations go one by one, the point-to-point ones last.
+//
+// A communicator whose operations name several streams runs them as NCCL
+// does, as one operation posted on every one of them: they go to the first
+// stream, after the work queued on the others so far, and the others then
+// wait for them (see joinStreams).
 func launchGroupOps(ops []groupOp) error {
 	var first error
 	keep := func(err error) {
@@ -150,48 +157,76 @@ func launchGroupOps(ops []groupOp) error {
 		}
 	}
 	var order []*Comm
-	streams := map[*Comm][]uintptr{} // each communicator's streams, in order of first use
-	for i := range ops {
-		c, s := ops[i].c, ops[i].stream
-		if _, seen := streams[c]; !seen {
-			order = append(order, c)
+	byComm := map[*Comm][]groupOp{}
+	for _, op := range ops {
+		if _, seen := byComm[op.c]; !seen {
+			order = append(order, op.c)
 		}
-		if !slices.Contains(streams[c], s) {
-			streams[c] = append(streams[c], s)
-		}
+		byComm[op.c] = append(byComm[op.c], op)
 	}
-	joined, unjoined := map[*Comm]bool{}, map[*Comm]bool{}
 	for _, c := range order {
-		if len(streams[c]) > 1 && c.usable("GroupEnd") == nil {
-			err := c.joinStreams(streams[c][0], streams[c][1:], true)
-			keep(err)
-			joined[c], unjoined[c] = err == nil, err != nil
+		keep(c.launchGroup(byComm[c]))
+	}
+	return first
+}
+
+// launchGroup launches one communicator's operations of a group (see
+// launchGroupOps), on the first stream they name, joined with the others.
+func (c *Comm) launchGroup(ops []groupOp) error {
+	var streams []uintptr // in order of first use
+	for _, op := range ops {
+		if !slices.Contains(streams, op.stream) {
+			streams = append(streams, op.stream)
 		}
 	}
-	p2p := map[*Comm][]groupOp{}
-	for i := range ops {
-		op := &ops[i]
-		if unjoined[op.c] {
-			continue // its streams could not be joined (reported above)
+	if err := c.usable("GroupEnd"); err != nil { // its init may have failed at GroupEnd
+		return err
+	}
+	stream := streams[0]
+	if len(streams) > 1 {
+		if err := c.joinStreams(stream, streams[1:], true); err != nil {
+			return err
 		}
-		op.stream = streams[op.c][0]
+	}
+	var colls, p2p []groupOp
+	for _, op := range ops {
 		if op.call.Coll == spec.SendRecv {
-			p2p[op.c] = append(p2p[op.c], *op)
-			continue
+			p2p = append(p2p, op)
+		} else {
+			colls = append(colls, op)
 		}
-		if err := op.c.usable(op.call.Coll.String()); err != nil { // its init may have failed at GroupEnd
-			keep(err)
-			continue
-		}
-		keep(op.c.launch(&op.call, op.stream))
 	}
-	for _, c := range order {
-		if list := p2p[c]; len(list) > 0 {
-			keep(c.launchMerged(list))
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
 		}
-		if joined[c] {
-			keep(c.joinStreams(streams[c][0], streams[c][1:], false))
+	}
+	for len(colls) > 0 {
+		n := 1 // the run of collectives of one type and op
+		for n < len(colls) && colls[n].call.Type == colls[0].call.Type && colls[n].call.Op == colls[0].call.Op {
+			n++
 		}
+		run := colls[:n:n]
+		colls = colls[n:]
+		if p2p != nil {
+			if c.launchMerged(append(run, p2p...), stream) == nil {
+				p2p = nil
+				continue
+			}
+		}
+		if len(run) > 1 && c.launchMerged(run, stream) == nil {
+			continue
+		}
+		for i := range run {
+			keep(c.launch(&run[i].call, stream))
+		}
+	}
+	if len(p2p) > 0 {
+		keep(c.launchMerged(p2p, stream))
+	}
+	if len(streams) > 1 {
+		keep(c.joinStreams(stream, streams[1:], false))
 	}
 	return first
 }

@@ -1,12 +1,14 @@
 package cuda
 
-import "purlin/snac"
+import (
+	"purlin/atom"
+	"purlin/snac"
+)
 
 // Launch limits; csrc/plan.cuh holds the same numbers.
 const (
-	// MaxBuffers is the most caller buffer pairs one Launch may address
-	// (a merged group Plan's SpaceSend/SpaceRecv Ref.Rank < MaxBuffers).
-	MaxBuffers = 16
+	// MaxBuffers is atom.MaxBuffers, which csrc's kMaxBuffers holds too.
+	MaxBuffers = atom.MaxBuffers
 	// threadsPerBlock is kThreads: every worker is a block of this size.
 	threadsPerBlock = 512
 )
