@@ -2,10 +2,12 @@
 # C tests link build/libpurlin.so with an rpath, so they run from anywhere.
 CC          ?= gcc
 TEST_BUILD  := $(BUILD)/tests
-TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror=implicit-function-declaration -I$(CURDIR)/include -I$(CURDIR)/tests/c
+TEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror=implicit-function-declaration -I$(CURDIR)/include -I$(CURDIR)/tests/c -I$(CURDIR)/cmd/purlin-perf
 TEST_LDLIBS := -L$(BUILD) -Wl,-rpath,$(BUILD) -lpurlin -lm -lpthread
 
-C_COMMON  := $(addprefix tests/c/,harness.c dtypes.c reference.c coll.c coll_run.c clique.c procs.c)
+# tests/c/dtypes.c encodes floats with purlin-perf's codec (one copy of it).
+C_DTYPES  := tests/c/dtypes.c cmd/purlin-perf/dtype.c
+C_COMMON  := $(addprefix tests/c/,harness.c reference.c coll.c coll_run.c clique.c procs.c) $(C_DTYPES)
 C_BADINPUT := $(addprefix tests/c/,badproc.c badlaunch.c)
 C_HEADERS := $(wildcard tests/c/*.h include/*.h)
 C_SUITES  := single multiproc badinput
@@ -14,7 +16,7 @@ C_SUITES  := single multiproc badinput
 # tests/c/run.sh also runs build/purlin-perf (cmd/purlin-perf/perf.mk) on 8 ranks.
 c-tests-build: $(TEST_BUILD)/selftest $(addprefix $(TEST_BUILD)/,$(C_SUITES)) $(BUILD)/purlin-perf
 
-$(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c tests/c/dtypes.c tests/c/reference.c $(C_HEADERS)
+$(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c $(C_DTYPES) tests/c/reference.c $(C_HEADERS)
 	@mkdir -p $(TEST_BUILD)
 	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c,$^) -lm
 

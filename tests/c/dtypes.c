@@ -1,69 +1,31 @@
 /* dtypes.c: encodings of the NCCL data types; see dtypes.h. */
 #include "dtypes.h"
 
+#include "dtype.h" /* cmd/purlin-perf: minifloat_encode, minifloat_decode */
+
 #include <math.h>
 #include <string.h>
 
-/* A small binary float format: exponent and mantissa widths, and whether
- * its all-ones exponent means infinity (IEEE style) or it has no infinity
- * (fp8 e4m3 "fn", whose only NaN is all ones). */
+/* The 16- and 8-bit float formats, encoded by purlin-perf's codec
+ * (cmd/purlin-perf/dtype.c): exponent and mantissa widths, and fn for fp8
+ * e4m3, which has no infinity and whose only NaN is all ones. */
 typedef struct {
-  int ebits, mbits;
-  int ieee;      /* all-ones exponent = inf/NaN */
-  int saturate;  /* overflow clamps to the largest finite value (fp8) */
+  int ebits, mbits, fn;
 } minifloat;
 
-static const minifloat kHalf = {5, 10, 1, 0};
-static const minifloat kBf16 = {8, 7, 1, 0};
-static const minifloat kE4M3 = {4, 3, 0, 1};
-static const minifloat kE5M2 = {5, 2, 1, 1};
+static const minifloat kHalf = {5, 10, 0};
+static const minifloat kBf16 = {8, 7, 0};
+static const minifloat kE4M3 = {4, 3, 1};
+static const minifloat kE5M2 = {5, 2, 0};
 
 static int bias(const minifloat* f) { return (1 << (f->ebits - 1)) - 1; }
 
-static double max_finite(const minifloat* f) {
-  int emax = (1 << f->ebits) - 1 - bias(f);
-  if (f->ieee) return ldexp(2.0 - ldexp(1.0, -f->mbits), emax - 1);
-  return ldexp(2.0 - ldexp(1.0, 1 - f->mbits), emax); /* e4m3: mantissa 111 is NaN */
-}
-
 static uint32_t mf_encode(const minifloat* f, double x) {
-  uint32_t sign = signbit(x) ? 1u << (f->ebits + f->mbits) : 0;
-  uint32_t exp_all = (1u << f->ebits) - 1;
-  if (isnan(x)) return sign | (exp_all << f->mbits) | ((1u << f->mbits) - 1);
-  double a = fabs(x);
-  int emin = 1 - bias(f);
-  if (a != 0 && !isinf(a)) {
-    int e;
-    frexp(a, &e);
-    e -= 1; /* a = m * 2^e with m in [1,2) */
-    if (e < emin) e = emin;
-    double quantum = ldexp(1.0, e - f->mbits);
-    a = nearbyint(a / quantum) * quantum; /* default rounding mode: nearest even */
-  }
-  if (a > max_finite(f)) {
-    if (f->saturate || !f->ieee) a = max_finite(f);
-    else return sign | (exp_all << f->mbits);
-  }
-  if (a == 0) return sign;
-  int e;
-  frexp(a, &e);
-  e -= 1;
-  if (e < emin) return sign | (uint32_t)ldexp(a, f->mbits - emin); /* subnormal */
-  uint32_t mant = (uint32_t)ldexp(a / ldexp(1.0, e) - 1.0, f->mbits);
-  return sign | ((uint32_t)(e + bias(f)) << f->mbits) | mant;
+  return (uint32_t)minifloat_encode(x, f->ebits, f->mbits, f->fn);
 }
 
 static double mf_decode(const minifloat* f, uint32_t bits) {
-  int sign = (bits >> (f->ebits + f->mbits)) & 1;
-  uint32_t exp = (bits >> f->mbits) & ((1u << f->ebits) - 1);
-  uint32_t mant = bits & ((1u << f->mbits) - 1);
-  uint32_t exp_all = (1u << f->ebits) - 1;
-  double v;
-  if (f->ieee && exp == exp_all) v = mant ? NAN : INFINITY;
-  else if (!f->ieee && exp == exp_all && mant == (1u << f->mbits) - 1) v = NAN;
-  else if (exp == 0) v = ldexp((double)mant, 1 - bias(f) - f->mbits);
-  else v = ldexp(1.0 + ldexp((double)mant, -f->mbits), (int)exp - bias(f));
-  return sign ? -v : v;
+  return minifloat_decode(bits, f->ebits, f->mbits, f->fn);
 }
 
 static const minifloat* minifloat_of(int dtype) {
