@@ -67,7 +67,7 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 
 // launchMerged builds the Plans of a group's operations, merges them into
 // one (buffer i is operation i's) and launches it on stream. A merge past
-// the limits of one launch (snac.MaxWorkers workers, atom.MaxBuffers calls)
+// the limits of one launch (atom.MaxBuffers calls, snac.Merge's workers)
 // launches nothing and returns its error.
 func (c *Comm) launchMerged(ops []groupOp, stream uintptr) error {
 	if err := c.usable(ops[0].call.Coll.String()); err != nil {
@@ -92,9 +92,6 @@ func (c *Comm) launchMerged(ops []groupOp, stream uintptr) error {
 	merged, err := c.plans.merge(plans)
 	if err != nil {
 		return errs.New(errs.ErrInternal, "GroupEnd: merging %d operations of rank %d: %v", len(ops), c.rank, err)
-	}
-	if len(merged.Workers) > snac.MaxWorkers {
-		return errs.New(errs.ErrUnsupported, "GroupEnd: %d operations of rank %d need %d workers, at most %d", len(ops), c.rank, len(merged.Workers), snac.MaxWorkers)
 	}
 	return c.dp.Launch(merged, bufs, stream)
 }

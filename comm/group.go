@@ -138,8 +138,9 @@ func firstError(list []error) error {
 // launchGroupOps launches each communicator's operations of the group.
 //
 // A communicator's point-to-point operations run in one Plan together with
-// its first collectives of one type and op (snac.Merge: side by side on
-// their channels), so a send never waits for a collective of its own group:
+// its first run of collectives of one type and op that fits one launch with
+// them (snac.Merge: side by side on their channels), so a send does not wait
+// for such a collective of its own group:
 // a peer that posts the matching receive before that collective, outside any
 // group, is served, as NCCL serves it. Its other collectives follow, each run
 // of one type and op as one Plan. Where a merge would pass the limits of one
@@ -150,12 +151,6 @@ func firstError(list []error) error {
 // stream, after the work queued on the others so far, and the others then
 // wait for them (see joinStreams).
 func launchGroupOps(ops []groupOp) error {
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
 	var order []*Comm
 	byComm := map[*Comm][]groupOp{}
 	for _, op := range ops {
@@ -164,10 +159,11 @@ func launchGroupOps(ops []groupOp) error {
 		}
 		byComm[op.c] = append(byComm[op.c], op)
 	}
-	for _, c := range order {
-		keep(c.launchGroup(byComm[c]))
+	errList := make([]error, len(order))
+	for i, c := range order {
+		errList[i] = c.launchGroup(byComm[c])
 	}
-	return first
+	return firstError(errList)
 }
 
 // launchGroup launches one communicator's operations of a group (see
@@ -196,12 +192,7 @@ func (c *Comm) launchGroup(ops []groupOp) error {
 			colls = append(colls, op)
 		}
 	}
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
+	var errList []error
 	for len(colls) > 0 {
 		n := 1 // the run of collectives of one type and op
 		for n < len(colls) && colls[n].call.Type == colls[0].call.Type && colls[n].call.Op == colls[0].call.Op {
@@ -219,16 +210,16 @@ func (c *Comm) launchGroup(ops []groupOp) error {
 			continue
 		}
 		for i := range run {
-			keep(c.launch(&run[i].call, stream))
+			errList = append(errList, c.launch(&run[i].call, stream))
 		}
 	}
 	if len(p2p) > 0 {
-		keep(c.launchMerged(p2p, stream))
+		errList = append(errList, c.launchMerged(p2p, stream))
 	}
 	if len(streams) > 1 {
-		keep(c.joinStreams(stream, streams[1:], false))
+		errList = append(errList, c.joinStreams(stream, streams[1:], false))
 	}
-	return first
+	return firstError(errList)
 }
 
 // joinStreams orders a group's streams around its operations on first:

@@ -25,7 +25,8 @@ import (
 // side posted them in one group or in several, as NCCL matches them.
 //
 // Plans with workers on the collective channel must share Type, Op and
-// NRanks; point-to-point Plans only copy, so any type merges with them.
+// NRanks; point-to-point Plans only copy, so any type merges with them. A
+// merge needing more than MaxWorkers workers is refused.
 func Merge(plans ...*Plan) (*Plan, error) {
 	if len(plans) == 0 {
 		return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge of no Plans")
@@ -58,6 +59,9 @@ func Merge(plans ...*Plan) (*Plan, error) {
 	slices.Sort(channels)
 	for _, ch := range channels {
 		out.appendChain(ch, chains[ch])
+	}
+	if len(out.Workers) > MaxWorkers {
+		return nil, errs.New(errs.ErrUnsupported, "snac: Merge of %d Plans needs %d workers, at most %d", len(plans), len(out.Workers), MaxWorkers)
 	}
 	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"purlin/atom"
 	"purlin/snac"
-	"purlin/spec"
 )
 
 // TestGPUStepCosts logs what the kernel's pieces cost in a CUDA graph, the
@@ -40,15 +39,6 @@ func TestGPUStepCosts(t *testing.T) {
 		return snac.Step{Verb: snac.Wait, Slot: uint32(slot), Delta: 1, Check: check}
 	}
 	ready := func(src, k int) int { return int(snac.FlagSlot(snac.Collective, snac.FlagReady, src, k)) }
-	// plan makes a Plan for n ranks of one worker per step list, on the collective channel.
-	plan := func(n int, workers ...[]snac.Step) *snac.Plan {
-		p := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: n, Regime: snac.RegimeStaged}
-		for w, steps := range workers {
-			p.Workers = append(p.Workers, snac.Worker{Channel: snac.Collective, Index: uint16(w), First: uint32(len(p.Steps)), Count: uint32(len(steps))})
-			p.Steps = append(p.Steps, steps...)
-		}
-		return p
-	}
 	copies := func(n int) []snac.Step {
 		s := make([]snac.Step, n)
 		for k := range s {
@@ -77,8 +67,8 @@ func TestGPUStepCosts(t *testing.T) {
 		return per
 	}
 
-	one := measure("1 block, 1 copy of 16 B", bytesPerCopy, plan(2, copies(1)))
-	more := measure("1 block, 33 copies of 16 B", 33*bytesPerCopy, plan(2, copies(33)))
+	one := measure("1 block, 1 copy of 16 B", bytesPerCopy, workersPlan(2, copies(1)))
+	more := measure("1 block, 33 copies of 16 B", 33*bytesPerCopy, workersPlan(2, copies(33)))
 	t.Logf("COST %-44s %v", "a step (the 32 copies more, each)", (more-one)/32)
 
 	var notifies, run, single []snac.Step
@@ -87,15 +77,15 @@ func TestGPUStepCosts(t *testing.T) {
 		run = append(run, wait(ready(0, k)))
 		single = append(single, wait(ready(0, 0)))
 	}
-	runs := measure("1 block, 32 self-notifies, 32 waits (runs)", bytesPerCopy, plan(2, append(append(copies(1), notifies...), run...)))
-	singles := measure("1 block, 1 self-notify, 32 waits on it (one by one)", bytesPerCopy, plan(2, append(append(copies(1), notifies[0]), single...)))
+	runs := measure("1 block, 32 self-notifies, 32 waits (runs)", bytesPerCopy, workersPlan(2, append(append(copies(1), notifies...), run...)))
+	singles := measure("1 block, 1 self-notify, 32 waits on it (one by one)", bytesPerCopy, workersPlan(2, append(append(copies(1), notifies[0]), single...)))
 	t.Logf("COST %-44s %v, %v one by one (each)", "32 waits after their notifies, as runs", (runs-one)/32, (singles-one)/32)
 
 	blocks := make([][]snac.Step, 32)
 	for w := range blocks {
 		blocks[w] = []snac.Step{copyStep(w)}
 	}
-	wide := measure("32 blocks, 1 copy of 16 B each", 32*bytesPerCopy, plan(2, blocks...))
+	wide := measure("32 blocks, 1 copy of 16 B each", 32*bytesPerCopy, workersPlan(2, blocks...))
 	t.Logf("COST %-44s %v", "a block (the 31 more, each)", (wide-one)/31)
 
 	const trips = 16
@@ -105,6 +95,6 @@ func TestGPUStepCosts(t *testing.T) {
 		pong = append(pong, wait(ready(0, k)), notify(0, ready(1, k)))
 	}
 	pair := measure("2 GPUs, 16 flag round trips", bytesPerCopy,
-		plan(2, append(copies(1), ping...)), plan(2, append(copies(1), pong...)))
+		workersPlan(2, append(copies(1), ping...)), workersPlan(2, append(copies(1), pong...)))
 	t.Logf("COST %-44s %v", "a flag round trip between the GPUs", (pair-one)/trips)
 }

@@ -10,7 +10,6 @@ import (
 	"purlin/atom"
 	"purlin/errs"
 	"purlin/snac"
-	"purlin/spec"
 )
 
 // TestGPUFollow: after Follow(b, a), waiting for stream b waits for the
@@ -24,13 +23,9 @@ func TestGPUFollow(t *testing.T) {
 	a, b := g.stream, g.newStream(t)
 	const check = 0x70110
 	slot := snac.FlagSlot(snac.Collective, snac.FlagReady, 1, 0)
-	waiter := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: 2, Regime: snac.RegimeStaged,
-		Workers: []snac.Worker{{Channel: snac.Collective, Index: 0, First: 0, Count: 2}},
-		Steps: []snac.Step{{Verb: snac.Wait, Slot: slot, Delta: 1, Check: check},
-			{Verb: snac.Copy, Bytes: 16, Dst: snac.Ref{Space: snac.SpaceRecv}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend}}}}}
-	raiser := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: 2, Regime: snac.RegimeStaged,
-		Workers: []snac.Worker{{Channel: snac.Collective, Index: 0, First: 0, Count: 1}},
-		Steps:   []snac.Step{{Verb: snac.Notify, Peer: 0, Slot: slot, Delta: 1, Check: check}}}
+	waiter := workersPlan(2, []snac.Step{{Verb: snac.Wait, Slot: slot, Delta: 1, Check: check},
+		{Verb: snac.Copy, Bytes: 16, Dst: snac.Ref{Space: snac.SpaceRecv}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend}}}})
+	raiser := workersPlan(2, []snac.Step{{Verb: snac.Notify, Peer: 0, Slot: slot, Delta: 1, Check: check}})
 	send, recv := g.alloc(t, 16), g.alloc(t, 16)
 	input := []byte("follow the joins")
 	g.upload(t, send, input)

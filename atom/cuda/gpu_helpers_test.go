@@ -11,6 +11,7 @@ import (
 
 	"purlin/atom"
 	"purlin/snac"
+	"purlin/spec"
 )
 
 // localExchange is an in-process atom.Exchange: n ranks, one goroutine each.
@@ -189,4 +190,15 @@ func (g *gpuRank) sync(t *testing.T) {
 	require.NoError(t, inContext(g.ctx, func() error {
 		return cuErr(driver.StreamSynchronize(g.stream), "cuStreamSynchronize")
 	}))
+}
+
+// workersPlan is a Plan for nranks ranks with one worker on the collective
+// channel per step list (synthetic Plans of the GPU tests).
+func workersPlan(nranks int, workers ...[]snac.Step) *snac.Plan {
+	p := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: nranks, Regime: snac.RegimeStaged}
+	for w, steps := range workers {
+		p.Workers = append(p.Workers, snac.Worker{Channel: snac.Collective, Index: uint16(w), First: uint32(len(p.Steps)), Count: uint32(len(steps))})
+		p.Steps = append(p.Steps, steps...)
+	}
+	return p
 }

@@ -12,7 +12,6 @@ import (
 
 	"purlin/atom"
 	"purlin/snac"
-	"purlin/spec"
 )
 
 // TestGPUFreshPlanRunsAsUploaded: the kernel of a Plan seen for the first
@@ -56,16 +55,15 @@ func copyBuffers(t *testing.T, g *gpuRank, seed uint64, size, rounds int) (input
 // copyPlan is a one-rank Plan of workers x steps Copy steps, each of piece
 // bytes: worker w's step j copies input piece w*steps+j to the output.
 func copyPlan(workers, steps, piece int) *snac.Plan {
-	plan := &snac.Plan{Type: spec.Uint8, Op: spec.Op{Kind: spec.Sum}, NRanks: 1, Regime: snac.RegimeStaged}
-	for w := range workers {
-		plan.Workers = append(plan.Workers, snac.Worker{Channel: snac.Collective, Index: uint16(w), First: uint32(len(plan.Steps)), Count: uint32(steps)})
+	lists := make([][]snac.Step, workers)
+	for w := range lists {
 		for j := range steps {
 			off := uint64((w*steps + j) * piece)
-			plan.Steps = append(plan.Steps, snac.Step{Verb: snac.Copy, Bytes: uint64(piece),
+			lists[w] = append(lists[w], snac.Step{Verb: snac.Copy, Bytes: uint64(piece),
 				Dst: snac.Ref{Space: snac.SpaceRecv, Off: off}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: off}}})
 		}
 	}
-	return plan
+	return workersPlan(1, lists...)
 }
 
 // checkCopied fails t unless out holds the first workers*steps*piece bytes

@@ -119,16 +119,15 @@ type plans struct {
 	cache    sync.Map // *snac.Plan -> *devicePlan
 	mu       sync.Mutex
 	pointers int                       // entries in cache; guarded by mu
-	images   map[uint64][]*deviceImage // by imageHash; guarded by mu
-	device   []devicePtr               // cuMemAlloc'd images; guarded by mu
+	images   map[uint64][]*deviceImage // the cuMemAlloc'd copies, by a hash of their bytes; guarded by mu
 }
 
-// deviceImage is one device copy, the bytes it holds and the Plan's shape
-// (steps and workers: where the image's parts begin).
+// deviceImage is one device copy and the bytes it holds. Two Plans of equal
+// bytes and worker count have equal steps too (the image's length fixes
+// them), so they share a copy.
 type deviceImage struct {
-	bytes          []byte
-	steps, workers int
-	plan           *devicePlan
+	bytes []byte
+	plan  *devicePlan
 }
 
 // maxPointers bounds the Plan pointers plans keeps (comm's cache holds 256
@@ -171,7 +170,7 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	}
 	key := maphash.Bytes(imageSeed, b)
 	for _, img := range c.images[key] {
-		if img.steps == len(p.Steps) && img.workers == len(p.Workers) && bytes.Equal(img.bytes, b) {
+		if img.plan.nworkers == uint32(len(p.Workers)) && bytes.Equal(img.bytes, b) {
 			c.remember(p, img.plan)
 			return img.plan, nil
 		}
@@ -196,12 +195,11 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		driver.MemFree(ptr)
 		return nil, fmt.Errorf("cuda plan: %w", err)
 	}
-	c.device = append(c.device, ptr)
 	d.place(uint64(ptr), p)
 	if c.images == nil {
 		c.images = map[uint64][]*deviceImage{}
 	}
-	c.images[key] = append(c.images[key], &deviceImage{bytes: b, steps: len(p.Steps), workers: len(p.Workers), plan: d})
+	c.images[key] = append(c.images[key], &deviceImage{bytes: b, plan: d})
 	c.remember(p, d)
 	return d, nil
 }
@@ -215,9 +213,11 @@ func (c *plans) remember(p *snac.Plan, d *devicePlan) {
 func (c *plans) free() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.device {
-		driver.MemFree(p)
+	for _, list := range c.images {
+		for _, img := range list {
+			driver.MemFree(devicePtr(img.plan.steps))
+		}
 	}
-	c.device, c.images, c.pointers = nil, nil, 0
+	c.images, c.pointers = nil, 0
 	c.cache.Clear()
 }
