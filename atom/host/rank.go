@@ -85,10 +85,7 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	if plan == nil || len(plan.Workers) > snac.MaxWorkers || plan.NRanks != r.topo.NRanks && len(plan.Workers) > 0 {
 		return errs.New(errs.ErrInternal, "host rank %d: Launch of an invalid plan", r.topo.Rank)
 	}
-	if stream == 0 {
-		stream = r.stream
-	}
-	s := lookupStream(stream)
+	s := r.lookupStream(stream)
 	if s == nil {
 		return errs.New(errs.ErrInvalidArgument, "host rank %d: Launch on unknown stream %d", r.topo.Rank, stream)
 	}
@@ -114,23 +111,26 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 // enqueued on after so far: a job on stream that waits for after to finish
 // it, as a CUDA stream waits on an event recorded on after.
 func (r *Rank) Follow(stream, after uintptr) error {
-	if stream == 0 {
-		stream = r.stream
-	}
-	if after == 0 {
-		after = r.stream
-	}
-	if stream == after {
-		return nil
-	}
-	s, a := lookupStream(stream), lookupStream(after)
+	s, a := r.lookupStream(stream), r.lookupStream(after)
 	if s == nil || a == nil {
 		return errs.New(errs.ErrInvalidArgument, "host rank %d: Follow on unknown stream %d or %d", r.topo.Rank, stream, after)
+	}
+	if s == a {
+		return nil
 	}
 	j := jobPool.Get().(*job)
 	j.after, j.upto = a, a.point()
 	s.enqueue(j)
 	return nil
+}
+
+// lookupStream is stream h, the rank's own for 0 (as CUDA's legacy
+// stream), or nil.
+func (r *Rank) lookupStream(h uintptr) *stream {
+	if h == 0 {
+		h = r.stream
+	}
+	return lookupStream(h)
 }
 
 // AsyncError returns the first error of a launched Plan, or nil.
