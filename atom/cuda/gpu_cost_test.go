@@ -22,7 +22,7 @@ func TestGPUStepCosts(t *testing.T) {
 	const perGraph, reps, bytesPerCopy = 100, 20, 16
 	send := [2]devicePtr{ranks[0].alloc(t, 4096), ranks[1].alloc(t, 4096)}
 	recv := [2]devicePtr{ranks[0].alloc(t, 4096), ranks[1].alloc(t, 4096)}
-	input := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, 455)[:4096]
+	input := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, 456)[:4096]
 	for r, g := range ranks {
 		g.upload(t, send[r], input)
 	}
