@@ -46,55 +46,81 @@ func TestGPUStepCosts(t *testing.T) {
 		}
 		return s
 	}
-	// measure runs plans[r] on rank r (one rank when plans has one) and checks
-	// that each rank's first `copied` bytes of output are its input.
-	measure := func(name string, copied int, plans ...*snac.Plan) time.Duration {
-		use := ranks[:len(plans)]
-		for r, g := range use { // uploads the Plans outside capture; the ranks' kernels wait for each other
+	// measure runs plan(r) on each rank r (both ranks every time, so that
+	// their epochs stay in step) and checks that each rank's first `copied`
+	// bytes of output are its input.
+	measure := func(name string, copied int, plan func(r int) *snac.Plan) time.Duration {
+		plans := [2]*snac.Plan{plan(0), plan(1)}
+		for r, g := range ranks { // uploads the Plans outside capture; the ranks' kernels wait for each other
 			require.NoError(t, g.Launch(plans[r], []atom.Buffers{{Send: uintptr(send[r]), Recv: uintptr(recv[r])}}, uintptr(g.stream)), name)
 		}
-		for r, g := range use {
+		for r, g := range ranks {
 			g.sync(t)
 			require.NoError(t, g.AsyncError(), "%s: rank %d", name, r)
 		}
-		per := perLaunchInGraph(t, use, func(r int, g *gpuRank) {
+		per := perLaunchInGraph(t, ranks, func(r int, g *gpuRank) {
 			g.Launch(plans[r], []atom.Buffers{{Send: uintptr(send[r]), Recv: uintptr(recv[r])}}, uintptr(g.stream))
 		}, perGraph, reps)
-		for r, g := range use {
+		for r, g := range ranks {
 			require.Equal(t, input[:copied], g.download(t, recv[r], copied), "%s: rank %d's output", name, r)
 		}
 		t.Logf("COST %-44s %v per launch", name, per)
 		return per
 	}
+	// alone is one worker running steps(r) on rank r.
+	alone := func(steps func(r int) []snac.Step) func(int) *snac.Plan {
+		return func(r int) *snac.Plan { return workersPlan(2, steps(r)) }
+	}
+	copiesOnly := func(n int) func(int) *snac.Plan { return alone(func(int) []snac.Step { return copies(n) }) }
 
-	one := measure("1 block, 1 copy of 16 B", bytesPerCopy, workersPlan(2, copies(1)))
-	more := measure("1 block, 33 copies of 16 B", 33*bytesPerCopy, workersPlan(2, copies(33)))
+	one := measure("1 block, 1 copy of 16 B", bytesPerCopy, copiesOnly(1))
+	more := measure("1 block, 33 copies of 16 B", 33*bytesPerCopy, copiesOnly(33))
 	t.Logf("COST %-44s %v", "a step (the 32 copies more, each)", (more-one)/32)
 
-	var notifies, run, single []snac.Step
-	for k := range 32 {
-		notifies = append(notifies, notify(0, ready(0, k)))
-		run = append(run, wait(ready(0, k)))
-		single = append(single, wait(ready(0, 0)))
+	// Each rank notifies itself, then waits: as one run, or 32 single waits.
+	selfSignals := func(runs bool) func(int) *snac.Plan {
+		return alone(func(r int) []snac.Step {
+			steps := copies(1)
+			for k := range 32 {
+				if runs || k == 0 {
+					steps = append(steps, notify(r, ready(r, k)))
+				}
+			}
+			for k := range 32 {
+				if runs {
+					steps = append(steps, wait(ready(r, k)))
+				} else {
+					steps = append(steps, wait(ready(r, 0)))
+				}
+			}
+			return steps
+		})
 	}
-	runs := measure("1 block, 32 self-notifies, 32 waits (runs)", bytesPerCopy, workersPlan(2, append(append(copies(1), notifies...), run...)))
-	singles := measure("1 block, 1 self-notify, 32 waits on it (one by one)", bytesPerCopy, workersPlan(2, append(append(copies(1), notifies[0]), single...)))
+	runs := measure("1 block, 32 self-notifies, 32 waits (runs)", bytesPerCopy, selfSignals(true))
+	singles := measure("1 block, 1 self-notify, 32 waits on it (one by one)", bytesPerCopy, selfSignals(false))
 	t.Logf("COST %-44s %v, %v one by one (each)", "32 waits after their notifies, as runs", (runs-one)/32, (singles-one)/32)
 
-	blocks := make([][]snac.Step, 32)
-	for w := range blocks {
-		blocks[w] = []snac.Step{copyStep(w)}
-	}
-	wide := measure("32 blocks, 1 copy of 16 B each", 32*bytesPerCopy, workersPlan(2, blocks...))
+	wide := measure("32 blocks, 1 copy of 16 B each", 32*bytesPerCopy, func(int) *snac.Plan {
+		blocks := make([][]snac.Step, 32)
+		for w := range blocks {
+			blocks[w] = []snac.Step{copyStep(w)}
+		}
+		return workersPlan(2, blocks...)
+	})
 	t.Logf("COST %-44s %v", "a block (the 31 more, each)", (wide-one)/31)
 
+	// Rank 0 pings and waits for the pong; rank 1 waits for the ping and pongs.
 	const trips = 16
-	var ping, pong []snac.Step
-	for k := range trips {
-		ping = append(ping, notify(1, ready(0, k)), wait(ready(1, k)))
-		pong = append(pong, wait(ready(0, k)), notify(0, ready(1, k)))
-	}
-	pair := measure("2 GPUs, 16 flag round trips", bytesPerCopy,
-		workersPlan(2, append(copies(1), ping...)), workersPlan(2, append(copies(1), pong...)))
+	pair := measure("2 GPUs, 16 flag round trips", bytesPerCopy, alone(func(r int) []snac.Step {
+		steps := copies(1)
+		for k := range trips {
+			if r == 0 {
+				steps = append(steps, notify(1, ready(0, k)), wait(ready(1, k)))
+			} else {
+				steps = append(steps, wait(ready(0, k)), notify(0, ready(1, k)))
+			}
+		}
+		return steps
+	}))
 	t.Logf("COST %-44s %v", "a flag round trip between the GPUs", (pair-one)/trips)
 }

@@ -47,8 +47,12 @@ fail=0
 note() { echo "$*" | tee -a "$summary"; }
 # left CAP: seconds a part may run: CAP, or what the budget leaves (0: none).
 left() { local l=$(( deadline - $(date +%s) - 10 )); (( l < $1 )) && echo $(( l > 5 ? l : 0 )) || echo "$1"; }
-verdict() { # verdict NAME STATUS [detail]
-  if [[ $2 == 0 ]]; then note "PASS $1 ${3:-}"; else note "FAIL $1 (status $2) ${3:-}"; fail=1; fi
+# verdict NAME STATUS [detail]: one line, with the seconds since the last verdict.
+last=$(date +%s)
+verdict() {
+  local now; now=$(date +%s)
+  if [[ $2 == 0 ]]; then note "PASS $1 ${3:-} [$(( now - last )) s]"; else note "FAIL $1 (status $2) ${3:-} [$(( now - last )) s]"; fail=1; fi
+  last=$now
 }
 
 # ---------- environment and builds ----------
