@@ -52,6 +52,10 @@ type Settings struct {
 	// ChunkBytes is PURLIN_CHUNK_BYTES: the largest chunk one worker stages
 	// at a time in the pipelined sizes (0 means the Atom's default).
 	ChunkBytes uint64
+	// PDL is PURLIN_PDL: "0" turns off programmatic dependent launch, where
+	// a CUDA-Atom kernel starts while the one before it on its stream ends
+	// (default on, on GPUs of compute capability 9.0 and later).
+	PDL bool
 	// PeerUIDs is PURLIN_PEER_UIDS: user ids, comma-separated, whose
 	// processes may be ranks on this host besides the process's own user
 	// (default none). A local peer's messages are checked by the kernel's
@@ -101,6 +105,7 @@ func read() Settings {
 		MaxCTAs:     atoi(Getenv("PURLIN_MAX_CTAS"), atoi(Getenv("NCCL_MAX_CTAS"), 0)),
 		PacketBytes: uint64(atoi(Getenv("PURLIN_PACKET_BYTES"), 0)),
 		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
+		PDL:         Getenv("PURLIN_PDL") != "0",
 	}
 	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
 		s.Timeout = time.Duration(v * float64(time.Second))

@@ -173,7 +173,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   __shared__ uint64_t epoch;
   __shared__ uint32_t status;
   __shared__ Run run;
+#if __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (atom/cuda launches so on these GPUs): the
+  // rank's next kernel on this stream may be scheduled now; what it reads
+  // before its own wait below is only its Plan, which nothing writes.
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
+#if __CUDA_ARCH__ >= 900
+  // The kernel before this one on the stream has ended and its writes (the
+  // epochs, the broken word, user buffers) are visible from here on.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   uint64_t* epochs = (uint64_t*)L.epochs;
   volatile uint64_t* broken = epochs + kNumEpochs;
   const uint32_t slot = (uint32_t)w.channel * kMaxWorkers + w.index;

@@ -46,6 +46,7 @@ const (
 	streamCaptureModeThreadLocal = 1
 	streamCaptureModeRelaxed     = 2
 	streamNonBlocking            = 0x1
+	deviceAttrComputeMajor       = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 )
 
 // memAllocationProp is CUmemAllocationProp.
@@ -74,6 +75,7 @@ var driver struct {
 	DeviceGetCount                  func(count *int32) cuResult
 	DeviceGet                       func(dev *cuDevice, ordinal int32) cuResult
 	DeviceCanAccessPeer             func(can *int32, dev, peer cuDevice) cuResult
+	DeviceGetAttribute              func(v *int32, attr int32, dev cuDevice) cuResult
 	DevicePrimaryCtxRetain          func(ctx *cuContext, dev cuDevice) cuResult
 	CtxGetCurrent                   func(ctx *cuContext) cuResult
 	CtxSetCurrent                   func(ctx cuContext) cuResult
@@ -149,6 +151,7 @@ func openDriver() (err error) {
 	reg(&d.DeviceGetCount, "cuDeviceGetCount")
 	reg(&d.DeviceGet, "cuDeviceGet")
 	reg(&d.DeviceCanAccessPeer, "cuDeviceCanAccessPeer")
+	reg(&d.DeviceGetAttribute, "cuDeviceGetAttribute")
 	reg(&d.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
 	reg(&d.CtxGetCurrent, "cuCtxGetCurrent")
 	reg(&d.CtxSetCurrent, "cuCtxSetCurrent")

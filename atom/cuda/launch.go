@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"purlin/atom"
+	"purlin/config"
 	"purlin/snac"
 )
 
@@ -38,4 +39,23 @@ type launchArgs struct {
 	Peers     peers
 	Send      [MaxBuffers]uint64
 	Recv      [MaxBuffers]uint64
+}
+
+// pdlUsable reports whether the current context's launches may be
+// programmatic dependent launches: the device is of compute capability 9.0
+// or later (csrc/run.cu waits for the kernel before it there), the driver
+// has cuLaunchKernelEx, and PURLIN_PDL does not turn it off.
+func pdlUsable() (bool, error) {
+	if !config.Get().PDL || hot.launchKernelEx == 0 {
+		return false, nil
+	}
+	var dev cuDevice
+	if r := driver.CtxGetDevice(&dev); r != cuSuccess {
+		return false, cuErr(r, "cuCtxGetDevice")
+	}
+	var major int32
+	if r := driver.DeviceGetAttribute(&major, deviceAttrComputeMajor, dev); r != cuSuccess {
+		return false, cuErr(r, "cuDeviceGetAttribute", "compute capability")
+	}
+	return major >= 9, nil
 }

@@ -91,7 +91,7 @@ func (r *Rank) Follow(stream, after uintptr) error {
 func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs) error {
 	o := &r.order
 	if o.sameStream(stream) {
-		if res := launchKernel(r.ctx, r.fn, grid, threadsPerBlock, stream, args); res != cuSuccess {
+		if res := launchKernel(r.ctx, r.fn, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
 			return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
 		}
 		return nil
@@ -104,7 +104,7 @@ func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs) err
 				return err
 			}
 		}
-		if res := launchKernel(r.ctx, r.fn, grid, threadsPerBlock, stream, args); res != cuSuccess {
+		if res := launchKernel(r.ctx, r.fn, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
 			return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
 		}
 		return o.launched(stream)

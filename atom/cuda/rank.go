@@ -20,6 +20,7 @@ type Rank struct {
 	device int
 	ctx    cuContext
 	fn     cuFunction
+	pdl    bool // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
 	order  launchOrder // the rank's launches across streams
 	layout layout
 	mem    *symmetric
@@ -75,6 +76,9 @@ func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, er
 func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	var err error
 	if r.fn, err = kernelFunction(r.ctx); err != nil {
+		return err
+	}
+	if r.pdl, err = pdlUsable(); err != nil {
 		return err
 	}
 	if err = r.order.init(); err != nil {
