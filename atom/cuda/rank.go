@@ -20,7 +20,7 @@ type Rank struct {
 	device int
 	ctx    cuContext
 	fn     cuFunction
-	pdl    bool // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
+	pdl    bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
 	order  launchOrder // the rank's launches across streams
 	layout layout
 	mem    *symmetric
