@@ -110,43 +110,24 @@ __device__ __forceinline__ uint32_t waitMask(const Launch& L, uint32_t src) {
   return kAbortAll | (src == (uint32_t)L.rank ? 0u : 1u << src);
 }
 
-/** Signal is what a Notify or Wait step says: the leading words of a Step
- * (verb, peer, slot; delta; check), which one thread reads for itself. */
-struct Signal {
-  uint8_t verb;
-  uint8_t peer;
-  uint32_t slot;
-  int64_t delta;
-  uint64_t check;
-};
-
-/** signalAt reads the Signal of the Step at step (Step's layout, plan.cuh). */
-__device__ __forceinline__ Signal signalAt(const uint64_t* step) {
-  static_assert(offsetof(Step, verb) == 0 && offsetof(Step, peer) == 2 && offsetof(Step, slot) == 4 &&
-                    offsetof(Step, delta) == 8 && offsetof(Step, check) == 16,
-                "Signal reads Step's leading words");
-  uint64_t w0 = step[0];
-  return Signal{(uint8_t)w0, (uint8_t)(w0 >> 16), (uint32_t)(w0 >> 32), (int64_t)step[1], step[2]};
-}
-
 /** notify: Notify the peer: its check word, then (release) its flag.
  * The caller has passed a barrier after the block's last write. */
-__device__ __forceinline__ void notify(const Launch& L, const Signal& s, uint64_t epoch) {
+__device__ __forceinline__ void notify(const Launch& L, const Step& s, uint64_t epoch) {
   storeRelaxed(L.peers.checks[s.peer] + 8ull * checkIndex(s.slot, epoch), s.check);
   storeRelease(L.peers.flags[s.peer] + 8ull * s.slot, epoch + (uint64_t)s.delta);
 }
 
 /** wait: Wait until this rank's flag slot >= epoch+delta (acquire), then
  * compare the check word. Returns a status code (kStatusOK when satisfied). */
-__device__ __forceinline__ uint32_t wait(const Launch& L, const Signal& s, uint64_t epoch) {
+__device__ __forceinline__ uint32_t wait(const Launch& L, const Step& s, uint64_t epoch) {
   int64_t target = (int64_t)epoch + s.delta;
   if (target <= 0) return kStatusOK;  // names a call before the first: done by definition
   uint64_t flag = L.peers.flags[L.rank] + 8ull * s.slot;
   Bound bound(L, waitMask(L, slotSource(s.slot)));
-  while (loadRelaxed(flag) < (uint64_t)target) {
+  // Each poll acquires: a flag raised already costs one load, not two.
+  while (loadAcquire(flag) < (uint64_t)target) {
     if (uint32_t st = bound.spin()) return st;
   }
-  (void)loadAcquire(flag);
   uint64_t check = loadRelaxed(L.peers.checks[L.rank] + 8ull * checkIndex(s.slot, epoch));
   return check == s.check ? kStatusOK : kStatusMismatch;
 }

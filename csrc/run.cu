@@ -13,8 +13,11 @@
  * to 32 of them at once, one each (signalRun, with the run's length that
  * atom/cuda put in the image): a worker's end-of-call join of its channel's
  * other workers, or its waits for every peer, cost one flag round trip
- * instead of one per flag. While a block runs one step, the
- * next one's words are already being loaded. At the end it stores epoch +
+ * instead of one per flag. A block loads its steps into shared memory
+ * kBatch at a time, while it reads its epoch (one round trip to memory for
+ * both), and passes one barrier a step: before a step that follows a plain
+ * Copy or Reduce, and at the end of a Wait or a packet step (the only steps
+ * that can fail, so the barrier also tells every thread whether one did). At the end it stores epoch +
  * kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
  * the Plan does not use. A block that fails reports a status word and
  * returns without advancing its epoch: the rank is broken from then on
@@ -108,10 +111,10 @@ __device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, uint6
   }
 }
 
-/** runStep executes one Copy or Reduce with the whole block; returns a
- * status that is the same in every thread. */
-__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint64_t epoch,
-                                            uint32_t* shared) {
+/** runStep executes one Copy or Reduce with the whole block; returns this
+ * thread's status (a plain step cannot fail; a packet step fails in the
+ * threads whose packets never came). */
+__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint64_t epoch) {
   uint64_t src[kMaxSrc];
   int n = s.verb == kCopy ? 1 : s.nsrc;
   uint64_t dst = resolve(L, s.dst, epoch);
@@ -122,45 +125,46 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint
     bad |= j < n && src[j] == 0;
   }
   if (bad) return kStatusBadRef;
-  uint32_t st = s.verb == kCopy ? move(L, s, epoch, dst, src, 1, NoReducer{}) : reduce(L, s, epoch, dst, src);
-  if (threadIdx.x == 0) *shared = 0;
-  __syncthreads();
-  if (st) atomicMax(shared, st);
-  __syncthreads();
-  return *shared;
+  return s.verb == kCopy ? move(L, s, epoch, dst, src, 1, NoReducer{}) : reduce(L, s, epoch, dst, src);
 }
 
-/** Run is what signalRun leaves for the block: the first failure of the
- * run (status, step index, flag slot), or kStatusOK. */
-struct Run {
-  uint32_t status, at, slot;
-};
-
-/** signalRun runs, with the lanes of warp 0, the n steps of verb (Notify or
- * Wait) that start at step i, `first` (in shared memory) among them: lane j
- * takes step i+j. n is the step's run (Step.nsrc of a Notify or Wait in the
- * device image, set by atom/cuda's planBytes: consecutive steps of one verb
- * that name distinct flags, at most 32). Lane 0 writes the result. */
-__device__ __forceinline__ void signalRun(const Launch& L, const Step& first, const uint64_t* steps, uint32_t i,
-                                          uint32_t n, uint64_t epoch, Run* out) {
-  constexpr uint32_t kWords = sizeof(Step) / 8;
+/** signalRun runs, with the lanes of warp 0, the n steps of one verb (Notify
+ * or Wait) at run[0..n): lane j takes run[j], step index at+j. n is the
+ * first step's run (Step.nsrc of a Notify or Wait in the device image, set
+ * by atom/cuda's signalRuns: consecutive steps of one verb that name
+ * distinct flags, at most 32), cut at the end of the block's batch. Returns
+ * this lane's status; a failed wait reports at once, so the run's other
+ * waits (they spin on the status word) stop as soon as a sequence of single
+ * waits would have. */
+__device__ __forceinline__ uint32_t signalRun(const Launch& L, const Step* run, uint32_t n, uint64_t epoch,
+                                              uint32_t at) {
   const uint32_t lane = threadIdx.x;
-  Signal s{};
-  if (lane == 0) s = Signal{first.verb, first.peer, first.slot, first.delta, first.check};
-  else if (lane < n) s = signalAt(steps + (uint64_t)(i + lane) * kWords);
-  uint32_t st = kStatusOK;
-  if (lane < n) {
-    if (first.verb == kWait) st = wait(L, s, epoch);
-    else notify(L, s, epoch);
+  if (lane >= n) return kStatusOK;
+  const Step& s = run[lane];
+  if (s.verb == kNotify) {
+    notify(L, s, epoch);
+    return kStatusOK;
   }
-  // A failed wait reports at once, so the run's other waits (they spin on
-  // the status word) stop as soon as a sequence of single waits would have.
-  if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, i + lane, s.slot));
-  const uint32_t failed = __ballot_sync(~0u, st != kStatusOK);
-  const int bad = failed ? __ffs(failed) - 1 : 0;
-  st = __shfl_sync(~0u, st, bad);
-  const uint32_t slot = __shfl_sync(~0u, s.slot, bad);
-  if (lane == 0) *out = Run{st, i + (uint32_t)bad, slot};
+  const uint32_t st = wait(L, s, epoch);
+  if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, at + lane, s.slot));
+  return st;
+}
+
+/** stop ends a failed block: it returns without advancing its epoch, and
+ * raises the rank's broken word for the launches after it (see above). */
+__device__ __forceinline__ void stop(volatile uint64_t* broken) {
+  if (threadIdx.x == 0) *broken = 1;
+}
+
+/** kBatch: the steps a block holds in shared memory at once (7.75 KiB). */
+constexpr uint32_t kBatch = 32;
+
+/** loadBatch copies steps [from, from+n) of the worker at steps into batch,
+ * with every thread of the block (the Plan is read-only while it runs). */
+__device__ __forceinline__ void loadBatch(Step* batch, const uint64_t* steps, uint32_t from, uint32_t n) {
+  constexpr uint32_t kWords = sizeof(Step) / 8;
+  const unsigned long long* src = (const unsigned long long*)steps + (uint64_t)from * kWords;
+  for (uint32_t k = threadIdx.x; k < n * kWords; k += kThreads) ((uint64_t*)batch)[k] = __ldg(src + k);
 }
 
 }  // namespace purlin
@@ -168,11 +172,8 @@ __device__ __forceinline__ void signalRun(const Launch& L, const Step& first, co
 using namespace purlin;
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __grid_constant__ Launch L) {
-  constexpr uint32_t kWords = sizeof(Step) / 8;
-  __shared__ Step step;
-  __shared__ uint64_t epoch;
-  __shared__ uint32_t status;
-  __shared__ Run run;
+  __shared__ Step batch[kBatch];
+  __shared__ uint64_t start;
 #if __CUDA_ARCH__ >= 900
   // Programmatic dependent launch (atom/cuda launches so on these GPUs): the
   // rank's next kernel on this stream may be scheduled now; what it reads
@@ -180,6 +181,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
+  const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
+  uint32_t first = 0, held = min(w.count, kBatch);  // batch holds steps [first, first+held)
+  loadBatch(batch, steps, 0, held);
+  const uint32_t used = w.index == 0 ? ((const uint16_t*)L.fill)[blockIdx.x] : kMaxWorkers;
 #if __CUDA_ARCH__ >= 900
   // The kernel before this one on the stream has ended and its writes (the
   // epochs, the broken word, user buffers) are visible from here on.
@@ -188,55 +193,52 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   uint64_t* epochs = (uint64_t*)L.epochs;
   volatile uint64_t* broken = epochs + kNumEpochs;
   const uint32_t slot = (uint32_t)w.channel * kMaxWorkers + w.index;
-  if (threadIdx.x == 0) {
-    epoch = epochs[slot];
-    status = *broken != 0 ? kStatusStopped : kStatusOK;
-  }
-  __syncthreads();
-  if (status != kStatusOK) return;
-  const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
-  // Threads below kWords hold word threadIdx.x of step `ahead` in `next`,
-  // loaded while the step before it ran.
-  uint64_t next = 0;
-  uint32_t ahead = ~0u;
+  if (threadIdx.x == 0) start = epochs[slot];
+  if (__syncthreads_or(threadIdx.x == 0 && *broken != 0)) return;
+  uint64_t epoch = start;
+  // A barrier orders a step after the data step before it (a Notify after
+  // the writes it publishes, a Copy after the Reduce that filled its
+  // source); a Wait, and a packet step, end in one, so what follows them
+  // needs none of its own.
+  bool fenced = true;
   for (uint32_t i = 0; i < w.count;) {
-    __syncthreads();  // the last step is done with `step` and `run`, and its writes precede a Notify
-    if (threadIdx.x < kWords) {
-      ((uint64_t*)&step)[threadIdx.x] = ahead == i ? next : steps[i * kWords + threadIdx.x];
-      if (i + 1 < w.count) next = steps[(i + 1) * kWords + threadIdx.x], ahead = i + 1;
+    if (i == first + held) {
+      __syncthreads();  // every thread is done with the batch, and with the data step before
+      first = i, held = min(w.count - i, kBatch);
+      loadBatch(batch, steps, first, held);
+      __syncthreads();
+      fenced = true;
     }
-    __syncthreads();
-    if (step.verb == kAdvance) {  // read by all only after the next barrier
-      if (threadIdx.x == 0) epoch += kEpochAdvance;
+    const Step& s = batch[i - first];
+    if (s.verb == kAdvance) {  // the next call of a merged group on this channel
+      epoch += kEpochAdvance;
       i++;
       continue;
     }
-    uint32_t st, at = i, flag = 0;
-    if (step.verb == kNotify || step.verb == kWait) {
-      const uint32_t n = step.nsrc < 1 ? 1 : step.nsrc > 32 ? 32 : step.nsrc;
-      if (threadIdx.x < 32) signalRun(L, step, steps, i, n, epoch, &run);
-      __syncthreads();
-      st = run.status, at = run.at, flag = run.slot;
-      i += n;
-    } else {
-      st = runStep(L, step, epoch, &status);
-      i++;
-    }
-    if (st != kStatusOK) {
-      if (threadIdx.x == 0) {
-        if (st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, at, flag));
-        *broken = 1;
+    if (!fenced) __syncthreads();
+    fenced = true;
+    uint32_t n = 1;
+    if (s.verb == kNotify || s.verb == kWait) {
+      n = min(s.nsrc < 1 ? 1u : s.nsrc > 32 ? 32u : (uint32_t)s.nsrc, first + held - i);
+      const uint32_t st = threadIdx.x < 32 ? signalRun(L, &s, n, epoch, i) : kStatusOK;
+      // After a Wait every thread may read what it waited for; a Notify
+      // publishes what the barrier before it ordered and needs no other.
+      if (s.verb == kWait && __syncthreads_or(st != kStatusOK)) return stop(broken);
+    } else if (hasPacket(s, s.verb == kCopy ? 1 : min((int)s.nsrc, kMaxSrc))) {
+      const uint32_t st = runStep(L, s, epoch);
+      if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, i, 0));
+      if (__syncthreads_or(st != kStatusOK)) return stop(broken);
+    } else {  // a plain step fails only on a bad Ref, in every thread alike; the next step fences it
+      if (const uint32_t st = runStep(L, s, epoch)) {
+        if (threadIdx.x == 0) report(L.status, statusWord(st, blockIdx.x, i, 0));
+        return stop(broken);
       }
-      return;
+      fenced = false;
     }
+    i += n;
   }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const uint64_t advanced = epoch + kEpochAdvance;
-    epochs[slot] = advanced;
-    if (w.index == 0) {
-      uint16_t used = ((const uint16_t*)L.fill)[blockIdx.x];
-      for (uint32_t k = used; k < kMaxWorkers; k++) epochs[(uint32_t)w.channel * kMaxWorkers + k] = advanced;
-    }
-  }
+  // Later launches of this rank read the epochs only after this one ends.
+  const uint64_t advanced = epoch + kEpochAdvance;
+  if (threadIdx.x == 0) epochs[slot] = advanced;
+  if (threadIdx.x >= used && threadIdx.x < kMaxWorkers) epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
 }
