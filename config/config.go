@@ -49,6 +49,9 @@ type Settings struct {
 	// moves as packets, one store carrying data and flag (0 means the Atom's
 	// default, 16 KiB).
 	PacketBytes uint64
+	// P2PBytes is PURLIN_P2P_BYTES: bytes of one half of each peer's
+	// point-to-point staging area (0 means the Atom's default).
+	P2PBytes uint64
 	// ChunkBytes is PURLIN_CHUNK_BYTES: the largest chunk one worker stages
 	// at a time in the pipelined sizes (0 means the Atom's default).
 	ChunkBytes uint64
@@ -106,6 +109,7 @@ func read() Settings {
 		PacketBytes: uint64(atoi(Getenv("PURLIN_PACKET_BYTES"), 0)),
 		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
 		PDL:         Getenv("PURLIN_PDL") != "0",
+		P2PBytes:    uint64(atoi(Getenv("PURLIN_P2P_BYTES"), 0)),
 	}
 	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
 		s.Timeout = time.Duration(v * float64(time.Second))
@@ -124,14 +128,15 @@ func read() Settings {
 	return s
 }
 
-// Sizes replaces an Atom's default staging half, packet limit and chunk
-// limit by PURLIN_STAGE_BYTES, PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES
-// where they are set. Every rank must see the same values.
-func (s Settings) Sizes(stageHalf, packetMax, chunkMax *uint64) {
+// Sizes replaces an Atom's default staging half, point-to-point half, packet
+// limit and chunk limit by PURLIN_STAGE_BYTES, PURLIN_P2P_BYTES,
+// PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES where they are set. Every rank
+// must see the same values.
+func (s Settings) Sizes(stageHalf, p2pHalf, packetMax, chunkMax *uint64) {
 	for _, o := range []struct {
 		dst *uint64
 		v   uint64
-	}{{stageHalf, s.StageBytes}, {packetMax, s.PacketBytes}, {chunkMax, s.ChunkBytes}} {
+	}{{stageHalf, s.StageBytes}, {p2pHalf, s.P2PBytes}, {packetMax, s.PacketBytes}, {chunkMax, s.ChunkBytes}} {
 		if o.v > 0 {
 			*o.dst = o.v
 		}

@@ -16,7 +16,8 @@ const (
 	// DefaultStageHalf is one half of the collective staging area (the
 	// large regimes move through it; PURLIN_STAGE_BYTES overrides it).
 	DefaultStageHalf = 64 << 20
-	// DefaultP2PHalf is one half of one peer's point-to-point area.
+	// DefaultP2PHalf is one half of one peer's point-to-point area
+	// (PURLIN_P2P_BYTES overrides it).
 	DefaultP2PHalf = 1 << 20
 	// DefaultPacketMax is the largest payload per rank sent as 16-byte
 	// packets (latency-bound sizes: one store carries data and flag;
@@ -29,8 +30,8 @@ const (
 
 // Topology is the CUDA Atom's topology for rank of nranks: its workers
 // (thread blocks) and staging sizes. PURLIN_MAX_CTAS (or NCCL_MAX_CTAS)
-// replaces the workers, PURLIN_STAGE_BYTES, PURLIN_PACKET_BYTES and
-// PURLIN_CHUNK_BYTES the sizes, when set; a communicator's Config may
+// replaces the workers, PURLIN_STAGE_BYTES, PURLIN_P2P_BYTES,
+// PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES the sizes, when set; a communicator's Config may
 // override the rest.
 func Topology(nranks, rank int) snac.Topology {
 	t := snac.Topology{NRanks: nranks, Rank: rank, Workers: DefaultWorkers, StageHalf: DefaultStageHalf,
@@ -39,6 +40,6 @@ func Topology(nranks, rank int) snac.Topology {
 	if s.MaxCTAs > 0 {
 		t.Workers = min(s.MaxCTAs, snac.MaxWorkers)
 	}
-	s.Sizes(&t.StageHalf, &t.PacketMax, &t.ChunkMax)
+	s.Sizes(&t.StageHalf, &t.P2PHalf, &t.PacketMax, &t.ChunkMax)
 	return t
 }

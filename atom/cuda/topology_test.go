@@ -10,12 +10,12 @@ import (
 )
 
 // TestTopologyDefaultsAndOverrides: the defaults, equal on every rank;
-// PURLIN_STAGE_BYTES, PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES replace the
-// sizes, PURLIN_MAX_CTAS (else NCCL_MAX_CTAS, as NCCL users set it) the
+// PURLIN_STAGE_BYTES, PURLIN_P2P_BYTES, PURLIN_PACKET_BYTES and
+// PURLIN_CHUNK_BYTES replace the sizes, PURLIN_MAX_CTAS (else NCCL_MAX_CTAS, as NCCL users set it) the
 // thread blocks, up to snac.MaxWorkers.
 func TestTopologyDefaultsAndOverrides(t *testing.T) {
 	t.Cleanup(func() { config.Reload() }) // after Setenv's restores
-	for _, v := range []string{"PURLIN_STAGE_BYTES", "PURLIN_PACKET_BYTES", "PURLIN_CHUNK_BYTES", "PURLIN_MAX_CTAS", "NCCL_MAX_CTAS"} {
+	for _, v := range []string{"PURLIN_STAGE_BYTES", "PURLIN_P2P_BYTES", "PURLIN_PACKET_BYTES", "PURLIN_CHUNK_BYTES", "PURLIN_MAX_CTAS", "NCCL_MAX_CTAS"} {
 		t.Setenv(v, "")
 	}
 	config.Reload()
@@ -25,6 +25,7 @@ func TestTopologyDefaultsAndOverrides(t *testing.T) {
 			require.Equal(t, n, top.NRanks)
 			require.Equal(t, r, top.Rank)
 			require.Equal(t, uint64(DefaultStageHalf), top.StageHalf)
+			require.Equal(t, uint64(DefaultP2PHalf), top.P2PHalf)
 			require.Equal(t, DefaultWorkers, top.Workers)
 			require.Equal(t, uint64(DefaultPacketMax), top.PacketMax)
 			require.Equal(t, uint64(DefaultChunkMax), top.ChunkMax)
@@ -34,12 +35,14 @@ func TestTopologyDefaultsAndOverrides(t *testing.T) {
 		}
 	}
 	t.Setenv("PURLIN_STAGE_BYTES", "2097152")
+	t.Setenv("PURLIN_P2P_BYTES", "8388608")
 	t.Setenv("PURLIN_PACKET_BYTES", "65536")
 	t.Setenv("PURLIN_CHUNK_BYTES", "262144")
 	t.Setenv("NCCL_MAX_CTAS", "16")
 	config.Reload()
 	top := Topology(2, 1)
 	require.Equal(t, uint64(2<<20), top.StageHalf)
+	require.Equal(t, uint64(8<<20), top.P2PHalf)
 	require.Equal(t, uint64(64<<10), top.PacketMax)
 	require.Equal(t, uint64(256<<10), top.ChunkMax)
 	require.Equal(t, 16, top.Workers, "NCCL_MAX_CTAS")

@@ -12,10 +12,11 @@ import (
 
 // TestTopologyDefaultsAndOverrides: the defaults serve every rank count,
 // equal on every rank; PURLIN_HOST_WORKERS replaces the workers, and
-// PURLIN_STAGE_BYTES, PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES the sizes.
+// PURLIN_STAGE_BYTES, PURLIN_P2P_BYTES, PURLIN_PACKET_BYTES and
+// PURLIN_CHUNK_BYTES the sizes.
 func TestTopologyDefaultsAndOverrides(t *testing.T) {
 	t.Cleanup(func() { config.Reload() }) // after Setenv's restores
-	for _, v := range []string{"PURLIN_STAGE_BYTES", "PURLIN_PACKET_BYTES", "PURLIN_CHUNK_BYTES", "PURLIN_HOST_WORKERS"} {
+	for _, v := range []string{"PURLIN_STAGE_BYTES", "PURLIN_P2P_BYTES", "PURLIN_PACKET_BYTES", "PURLIN_CHUNK_BYTES", "PURLIN_HOST_WORKERS"} {
 		t.Setenv(v, "")
 	}
 	config.Reload()
@@ -35,11 +36,13 @@ func TestTopologyDefaultsAndOverrides(t *testing.T) {
 	}
 	t.Setenv("PURLIN_STAGE_BYTES", "2097152")
 	t.Setenv("PURLIN_HOST_WORKERS", "2")
+	t.Setenv("PURLIN_P2P_BYTES", "262144")
 	t.Setenv("PURLIN_PACKET_BYTES", "4096")
 	t.Setenv("PURLIN_CHUNK_BYTES", "65536")
 	config.Reload()
 	top := Topology(2, 1)
 	require.Equal(t, uint64(2<<20), top.StageHalf)
+	require.Equal(t, uint64(256<<10), top.P2PHalf)
 	require.Equal(t, 2, top.Workers)
 	require.Equal(t, uint64(4<<10), top.PacketMax)
 	require.Equal(t, uint64(64<<10), top.ChunkMax)
