@@ -15,8 +15,10 @@
 #   peerdeath tests/gpu/peerdeath.c: init/AllReduce/destroy rounds polling async
 #             errors (PEERDEATH_ROUNDS, default 20), and a peer's abort (log: e2e.log)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
-#             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
-#             allgather, 8 B..64 MiB for the rest and for graph mode)
+#             graph, every collective, -c 1: one process driving every GPU (eager
+#             8 B..1 GiB for allreduce and allgather, 8 B..512 MiB for the rest;
+#             graph 8 B..64 MiB), then one process per GPU (graph 8 B..1 MiB,
+#             eager 256 MiB); each run's seconds on a '## SECONDS' line
 #   mproc     purlin-perf -m 1 on Purlin ($NGPUS processes: cuMem fds over SCM_RIGHTS)
 #   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
 #             and on NCCL in one process, compared with each other and with a
@@ -97,22 +99,30 @@ big=(allreduce allgather)
 rest=(reducescatter alltoall broadcast reduce gather scatter sendrecv)
 perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-LIB.txt
   local lib=$1 mode=$2 cap=$3 coll=$4; shift 4
-  local f="$out/perf-$lib.txt" t; t=$(left "$cap")
-  echo "## RUN mode=$mode lib=$lib coll=$coll args: $*" >>"$f"
+  local f="$out/perf-$lib.txt" t t0; t=$(left "$cap") t0=$(date +%s)
+  echo "## RUN mode=$mode lib=$lib coll=$coll args: -g $NGPUS $*" >>"$f"
   if (( t == 0 )) || [[ ! -x $bin/perf-$lib ]]; then echo "## EXIT $coll status=SKIP" >>"$f"; note "SKIP perf $lib $mode $coll"; return; fi
   timeout "$t" "$bin/perf-$lib" "$coll" -g "$NGPUS" "$@" >>"$f" 2>&1
   local s=$?
+  echo "## SECONDS $coll $(( $(date +%s) - t0 ))" >>"$f"
   echo "## EXIT $coll status=$s" >>"$f"
   [[ $s == 0 ]] || { note "FAIL perf $lib $mode $coll (status $s)"; fail=1; }
 }
+# One process driving every GPU: eager up to 1 GiB (AllReduce, AllGather) or
+# 512 MiB, and CUDA graphs up to 64 MiB; then one process per GPU (-m 1):
+# graphs up to 1 MiB and eager at 256 MiB.
 for lib in purlin nccl; do
   : >"$out/perf-$lib.txt"
   for c in "${big[@]}"; do perf "$lib" eager 90 "$c" -b 8 -e 1G -f 2 -n 20 -w 2 -c 1; done
-  for c in "${rest[@]}"; do perf "$lib" eager 30 "$c" -b 8 -e 64M -f 4 -n 20 -w 2 -c 1; done
+  for c in "${rest[@]}"; do perf "$lib" eager 40 "$c" -b 8 -e 512M -f 4 -n 20 -w 2 -c 1; done
   [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv; do perf "$lib" eager 25 "$c" -b 8 -e 16M -f 8 -n 10 -w 1 -c 1; done
 done
 for lib in purlin nccl; do
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -b 8 -e 64M -f 2 -n 20 -w 2 -c 1 -G 10; done
+done
+for lib in purlin nccl; do
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -m 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -m 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
 done
 for lib in purlin nccl; do
   w=$(grep -h "Out of bounds" "$out/perf-$lib.txt" | grep -c FAILED)
