@@ -9,7 +9,7 @@
 #   and make kernels-headers: nvcc from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
 #   diff (tests/diff: random programs against the float64 reference), install
 #   (make install, then examples/cpp built with pkg-config and with CMake),
-#   bench (tools/perfplot.py's tests, then make bench: its verdict and plot),
+#   bench (tools/perfplot.py's and tests/gpu/compare.py's tests, then make bench: its verdict and plot),
 #   pyinstall (pip install ./python into a fresh virtual environment, then two
 #   processes all-reduce with it), readme (every code block of README.md).
 # PURLIN_TEST_SUITES="c abi" runs only those.
@@ -161,11 +161,13 @@ suite_install() {
   [ "$failed" -eq 0 ]
 }
 
-# tools/perfplot.py's tests (stdlib unittest), then `make bench` on this machine,
+# tools/perfplot.py's and tests/gpu/compare.py's tests (stdlib unittest), then `make bench` on this machine,
 # which must end in a PASS verdict and leave its plot, build/bench.svg.
 suite_bench() {
   local passed=0 failed=0 log; log=$(mktemp)
-  if python3 -m unittest -q tools/perfplot_test.py >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); cat "$log"; fi
+  for t in tools/perfplot_test.py tests/gpu/compare_test.py; do
+    if python3 -m unittest -q "$t" >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); cat "$log"; fi
+  done
   rm -f "$root/build/bench.svg"
   if $make --no-print-directory bench >"$log" 2>&1 && tail -n 1 "$log" | grep -q '^bench: PASS' && [ -s "$root/build/bench.svg" ]; then
     passed=$((passed + 1)); tail -n 1 "$log"

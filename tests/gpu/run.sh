@@ -15,15 +15,18 @@
 #   peerdeath tests/gpu/peerdeath.c: init/AllReduce/destroy rounds polling async
 #             errors (PEERDEATH_ROUNDS, default 20), and a peer's abort (log: e2e.log)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
-#             graph, every collective, -c 1 (8 B..1 GiB for allreduce and
-#             allgather, 8 B..64 MiB for the rest and for graph mode)
+#             graph, every collective, -c 1, one process driving every GPU (eager
+#             8 B..1 GiB for allreduce and allgather, 8 B..512 MiB for the rest;
+#             graph 8 B..64 MiB); each run's seconds on a '## SECONDS' line
 #   mproc     purlin-perf -m 1 on Purlin ($NGPUS processes: cuMem fds over SCM_RIGHTS)
 #   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
 #             and on NCCL in one process, compared with each other and with a
 #             float64 reference; one process driving $NGPUS GPUs (300 programs),
 #             then $NGPUS processes (200)
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
-#   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests)
+#   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests), then comm's CUDA tests
+#   perf-procs the same as perf with one process per GPU (-m 1): graph 8 B..1 MiB,
+#             eager 256 MiB (last, so a tight GPU_BUDGET_S cuts only these)
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (the
@@ -97,29 +100,39 @@ big=(allreduce allgather)
 rest=(reducescatter alltoall broadcast reduce gather scatter sendrecv)
 perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-LIB.txt
   local lib=$1 mode=$2 cap=$3 coll=$4; shift 4
-  local f="$out/perf-$lib.txt" t; t=$(left "$cap")
-  echo "## RUN mode=$mode lib=$lib coll=$coll args: $*" >>"$f"
+  local f="$out/perf-$lib.txt" t t0; t=$(left "$cap") t0=$(date +%s)
+  echo "## RUN mode=$mode lib=$lib coll=$coll args: -g $NGPUS $*" >>"$f"
   if (( t == 0 )) || [[ ! -x $bin/perf-$lib ]]; then echo "## EXIT $coll status=SKIP" >>"$f"; note "SKIP perf $lib $mode $coll"; return; fi
   timeout "$t" "$bin/perf-$lib" "$coll" -g "$NGPUS" "$@" >>"$f" 2>&1
   local s=$?
+  echo "## SECONDS $coll $(( $(date +%s) - t0 ))" >>"$f"
   echo "## EXIT $coll status=$s" >>"$f"
   [[ $s == 0 ]] || { note "FAIL perf $lib $mode $coll (status $s)"; fail=1; }
 }
+# One process driving every GPU: eager up to 1 GiB (AllReduce, AllGather) or
+# 512 MiB, and CUDA graphs up to 64 MiB (one process per GPU: part perf-procs).
 for lib in purlin nccl; do
   : >"$out/perf-$lib.txt"
   for c in "${big[@]}"; do perf "$lib" eager 90 "$c" -b 8 -e 1G -f 2 -n 20 -w 2 -c 1; done
-  for c in "${rest[@]}"; do perf "$lib" eager 30 "$c" -b 8 -e 64M -f 4 -n 20 -w 2 -c 1; done
+  for c in "${rest[@]}"; do perf "$lib" eager 40 "$c" -b 8 -e 512M -f 4 -n 20 -w 2 -c 1; done
   [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv; do perf "$lib" eager 25 "$c" -b 8 -e 16M -f 8 -n 10 -w 1 -c 1; done
 done
 for lib in purlin nccl; do
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -b 8 -e 64M -f 2 -n 20 -w 2 -c 1 -G 10; done
 done
-for lib in purlin nccl; do
-  w=$(grep -h "Out of bounds" "$out/perf-$lib.txt" | grep -c FAILED)
-  r=$(grep "^## EXIT" "$out/perf-$lib.txt" | grep -vc "status=SKIP"); ok=$(grep -c "^## EXIT .* status=0$" "$out/perf-$lib.txt")
-  s=0; (( w == 0 && ok == r )) || s=1
-  verdict "perf-$lib" $s "($ok of $r runs exited 0; $w reported wrong values)"
-done
+declare -A perf_from=([purlin]=1 [nccl]=1)
+perf_verdicts() { # perf_verdicts PART: a verdict per library on its runs since the last verdicts
+  local lib w r ok s part
+  for lib in purlin nccl; do
+    part=$(tail -n "+${perf_from[$lib]}" "$out/perf-$lib.txt")
+    perf_from[$lib]=$(( $(wc -l <"$out/perf-$lib.txt") + 1 ))
+    w=$(grep "Out of bounds" <<<"$part" | grep -c FAILED)
+    r=$(grep "^## EXIT" <<<"$part" | grep -vc "status=SKIP"); ok=$(grep -c "^## EXIT .* status=0$" <<<"$part")
+    s=0; (( w == 0 && ok == r )) || s=1
+    verdict "$1-$lib" $s "($ok of $r runs exited 0; $w reported wrong values)"
+  done
+}
+perf_verdicts perf
 
 # ---------- mproc: NGPUS processes, cuMem fds shared over SCM_RIGHTS ----------
 t=$(left 60)
@@ -167,6 +180,13 @@ if (( t > 20 )) && [[ -x $gpu/comm.test ]]; then
   (cd "$root/comm" && timeout "$t" "$gpu/comm.test" -test.v -test.count=1 -test.run 'CUDA' -test.timeout "$(( t - 5 ))s") >>"$out/go-tests.log" 2>&1
   verdict gotests-comm $? "($(grep -c -- '--- PASS: TestCUDA' "$out/go-tests.log") passed)"
 else note "SKIP gotests-comm (no time or no binary)"; fi
+
+# ---------- perf-procs: one process per GPU (-m 1), Purlin and NCCL, last: it may be cut ----------
+for lib in purlin nccl; do
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -m 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -m 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
+done
+perf_verdicts perf-procs
 
 # ---------- summary ----------
 {

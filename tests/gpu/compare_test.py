@@ -1,0 +1,63 @@
+"""Tests of tests/gpu/compare.py (python3 -m unittest tests/gpu/compare_test.py; tests/run.sh suite bench)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE = os.path.join(HERE, "compare.py")
+
+
+def run_block(lib, mode, args, coll, times, wrong=0):
+    """One purlin-perf run as tests/gpu/run.sh appends it: header, table, SECONDS and EXIT lines."""
+    out = [f"## RUN mode={mode} lib={lib} coll={coll} args: {args}\n",
+           f"# purlin-perf {coll}: backend cuda, NCCL API version 22809\n#\n# Collective: {coll}\n#\n"]
+    for i, t in enumerate(times):
+        size = 8 * 4 ** i
+        bus = size / t / 1e3
+        out.append(f"{size:12d} {size // 4:13d}     float     sum      -1 {t:8.2f} {bus:7.2f} {bus:7.2f} {wrong:7d}"
+                   f" {t:8.2f} {bus:7.2f} {bus:7.2f}       0\n")
+    out.append(f"## SECONDS {coll} 7\n## EXIT {coll} status=0\n")
+    return "".join(out)
+
+
+class CompareTest(unittest.TestCase):
+    def compare(self, purlin, nccl):
+        with tempfile.TemporaryDirectory() as d:
+            p, n, j = (os.path.join(d, x) for x in ("p.txt", "n.txt", "out.json"))
+            for path, text in ((p, purlin), (n, nccl)):
+                with open(path, "w") as f:
+                    f.write(text)
+            r = subprocess.run([sys.executable, COMPARE, p, n, "--json", j, "--commit", "abc", "--gpus", "2"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(j) as f:
+                return r.stdout, json.load(f)
+
+    def test_process_layout_comes_from_the_header(self):
+        # One process driving both GPUs, and one process per GPU (-m 1), of the same collective
+        # and sizes: two sets of rows, told apart by procs.
+        one = "-g 2 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
+        per_gpu = "-g 2 -m 1 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
+        purlin = run_block("purlin", "graph", one, "allreduce", [4.0, 5.0]) + \
+            run_block("purlin", "graph", per_gpu, "allreduce", [6.0, 7.0])
+        nccl = run_block("nccl", "graph", one, "allreduce", [8.0, 10.0]) + \
+            run_block("nccl", "graph", per_gpu, "allreduce", [6.0, 14.0])
+        text, doc = self.compare(purlin, nccl)
+        rows = {(r["procs"], r["bytes"]): r for r in doc["rows"]}
+        self.assertEqual(sorted(rows), [(1, 8), (1, 32), (2, 8), (2, 32)])
+        self.assertEqual((rows[(1, 8)]["purlin_us"], rows[(1, 8)]["nccl_us"]), (4.0, 8.0))
+        self.assertEqual((rows[(2, 32)]["purlin_us"], rows[(2, 32)]["nccl_us"]), (7.0, 14.0))
+        self.assertIn("2 processes", text)
+
+    def test_wrong_values_are_counted(self):
+        args = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
+        _, doc = self.compare(run_block("purlin", "eager", args, "broadcast", [3.0], wrong=5),
+                              run_block("nccl", "eager", args, "broadcast", [3.0]))
+        self.assertEqual([(r["purlin_wrong"], r["nccl_wrong"]) for r in doc["rows"]], [(5, 0)])
+
+
+if __name__ == "__main__":
+    unittest.main()
