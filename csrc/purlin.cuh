@@ -15,7 +15,7 @@
  *   numeric.cuh  the 12 data types: storage, accumulation type, conversions
  *   reduce.cuh   the 6 ops as a Reducer, and reduceWords over packed words
  *   copy.cuh     block-wide copyPlain, reducePlain, movePackets
- *   run.cu       the kernel: resolve Refs, run steps, advance epochs
+ *   run.cu       the kernel: decode steps (resolve Refs), run them, advance epochs
  *
  * Memory ordering is in the names: loadRelaxed/storeRelaxed order nothing,
  * loadAcquire/storeRelease pair across GPUs at system scope. Every wait runs

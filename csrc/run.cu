@@ -14,11 +14,14 @@
  * atom/cuda put in the image): a worker's end-of-call join of its channel's
  * other workers, or its waits for every peer, cost one flag round trip
  * instead of one per flag. A block loads its steps into shared memory
- * kBatch at a time, while it reads its epoch (one round trip to memory for
- * both), and passes one barrier a step: before a step that follows a plain
- * Copy or Reduce, and at the end of a Wait or a packet step (the only steps
- * that can fail, so the barrier also tells every thread whether one did). At the end it stores epoch +
- * kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
+ * kBatch at a time, and lanes of warp 0 decode them (decodeBatch: each
+ * step's kind and the address of each of its Refs for either parity of the
+ * epoch), so running a step costs no Ref arithmetic; the first batch is
+ * loaded and decoded before the block waits for the kernel before it
+ * (programmatic dependent launch). A block passes one barrier a step: before
+ * a step that follows a plain Copy or Reduce, and at the end of a Wait or a
+ * packet step (the only steps that can fail, so the barrier also tells
+ * every thread whether one did). At the end it stores epoch + kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
  * the Plan does not use. A block that fails reports a status word and
  * returns without advancing its epoch: the rank is broken from then on
  * (status.cuh). It also raises the broken word after the epochs, and the
@@ -31,31 +34,87 @@
 
 namespace purlin {
 
-/** resolve: base(space, rank) + off + (epoch&1)*half, or 0 for a bad Ref. */
-__device__ __forceinline__ uint64_t resolve(const Launch& L, const Ref& r, uint64_t epoch) {
+/** Kind is what a step is to the run loop, worked out once per batch (decodeBatch). */
+enum Kind : uint8_t {
+  kKindCopy,    // a Copy over plain memory
+  kKindReduce,  // a Reduce over plain memory
+  kKindPacket,  // a Copy or Reduce of which some Ref is in packet space
+  kKindSignal,  // a Notify or Wait
+  kKindAdvance,
+  kKindBadRef,  // a Ref outside the launch's spaces (the host checks Plans; this is the kernel's own guard)
+};
+
+/** Decoded is a batch step as the run loop reads it: its kind, its sources,
+ * its bytes and the address of each Ref for either parity of the epoch, so
+ * that running a step costs no Ref arithmetic. */
+struct Decoded {
+  uint8_t kind;
+  uint8_t n;  // sources: 1 for a Copy
+  uint64_t bytes;
+  uint64_t dst[2];
+  uint64_t src[2][kMaxSrc];
+};
+
+/** Bases holds base(space, rank) for every space and rank a Ref names:
+ * the caller's buffers and every rank's staging and packet memory, copied
+ * out of the Launch once per block (an indexed read of the Launch is slow). */
+struct Bases {
+  uint64_t at[4][kMaxBuffers];  // [space][rank]; 0 where nothing is
+};
+
+/** fillBases: threads [0, 4*kMaxBuffers) copy one base each. */
+__device__ __forceinline__ void fillBases(Bases& b, const Launch& L) {
+  const uint32_t t = threadIdx.x, space = t / kMaxBuffers, rank = t % kMaxBuffers;
+  if (t >= 4 * kMaxBuffers) return;
   uint64_t base = 0;
-  switch (r.space) {
-    case kSpaceSend: base = r.rank < kMaxBuffers ? L.send[r.rank] : 0; break;
-    case kSpaceRecv: base = r.rank < kMaxBuffers ? L.recv[r.rank] : 0; break;
-    case kSpaceStage: base = r.rank < kMaxRanks ? L.peers.stage[r.rank] : 0; break;
-    case kSpacePacket: base = r.rank < kMaxRanks ? L.peers.packet[r.rank] : 0; break;
+  switch (space) {
+    case kSpaceSend: base = L.send[rank]; break;
+    case kSpaceRecv: base = L.recv[rank]; break;
+    case kSpaceStage: base = rank < kMaxRanks ? L.peers.stage[rank] : 0; break;
+    case kSpacePacket: base = rank < kMaxRanks ? L.peers.packet[rank] : 0; break;
   }
-  return base ? base + r.off + (epoch & 1) * r.half : 0;
+  b.at[space][rank] = base;
 }
 
-/** hasPacket: some Ref of the step is in packet space. A Copy has one
- * source whatever its NSrc says (snac leaves NSrc 0 on copies). */
-__device__ __forceinline__ bool hasPacket(const Step& s, int n) {
-  bool p = s.dst.space == kSpacePacket;
-  for (int j = 0; j < n; j++) p |= s.src[j].space == kSpacePacket;
-  return p;
+/** resolve writes base(space, rank) + off + parity*half for both parities
+ * into at[0], at[1] (at[1] is `stride` words after at[0]); false for a bad Ref. */
+__device__ __forceinline__ bool resolve(const Bases& b, const Ref& r, uint64_t* at, int stride) {
+  const uint64_t base = r.space < 4 && r.rank < kMaxBuffers ? b.at[r.space][r.rank] : 0;
+  at[0] = base + r.off;
+  at[stride] = base + r.off + r.half;
+  return base != 0;
+}
+
+/** decodeBatch: lane k of warp 0 decodes step k of the batch. */
+__device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uint32_t held, const Bases& b) {
+  const uint32_t k = threadIdx.x;
+  if (k >= held) return;
+  const Step& s = batch[k];
+  Decoded& d = dec[k];
+  d.bytes = s.bytes;
+  if (s.verb == kAdvance || s.verb == kNotify || s.verb == kWait) {
+    d.kind = s.verb == kAdvance ? kKindAdvance : kKindSignal;
+    return;
+  }
+  const int n = s.verb == kCopy ? 1 : s.nsrc;  // snac leaves NSrc 0 on copies
+  bool ok = n >= 1 && n <= kMaxSrc && resolve(b, s.dst, d.dst, 1);
+  bool packet = s.dst.space == kSpacePacket;
+#pragma unroll
+  for (int j = 0; j < kMaxSrc; j++) {
+    if (j < n) {
+      ok &= resolve(b, s.src[j], &d.src[0][j], kMaxSrc);
+      packet |= s.src[j].space == kSpacePacket;
+    }
+  }
+  d.n = (uint8_t)n;
+  d.kind = !ok ? kKindBadRef : packet ? kKindPacket : s.verb == kCopy ? kKindCopy : kKindReduce;
 }
 
 /** move runs a Copy (n = 1, the identity) or a Reduce with reducer R. */
 template <typename R>
-__device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_t epoch,
+__device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_t epoch, bool packet,
                                          uint64_t dst, const uint64_t* src, int n, const R& r) {
-  if (hasPacket(s, n)) {
+  if (packet) {
     if (s.verb == kCopy)
       return movePackets(L, s, epoch, dst, src, 1, [](int, auto load) { return load(0); });
     return movePackets(L, s, epoch, dst, src, n,
@@ -76,56 +135,59 @@ struct NoReducer {
 };
 
 template <int DT, int FAMILY>
-__device__ __noinline__ uint32_t reduceStep(const Launch& L, const Step& s, uint64_t epoch,
+__device__ __noinline__ uint32_t reduceStep(const Launch& L, const Step& s, uint64_t epoch, bool packet,
                                             uint64_t dst, const uint64_t* src) {
   Reducer<DT, FAMILY> r(L, s);
-  return move(L, s, epoch, dst, src, s.nsrc, r);
+  return move(L, s, epoch, packet, dst, src, s.nsrc, r);
 }
 
 template <int DT>
-__device__ __forceinline__ uint32_t reduceOp(const Launch& L, const Step& s, uint64_t epoch,
+__device__ __forceinline__ uint32_t reduceOp(const Launch& L, const Step& s, uint64_t epoch, bool packet,
                                              uint64_t dst, const uint64_t* src) {
   switch (L.op) {
-    case kProd: return reduceStep<DT, kFamilyProd>(L, s, epoch, dst, src);
+    case kProd: return reduceStep<DT, kFamilyProd>(L, s, epoch, packet, dst, src);
     case kMax:
-    case kMin: return reduceStep<DT, kFamilyMinMax>(L, s, epoch, dst, src);
-    default: return reduceStep<DT, kFamilySum>(L, s, epoch, dst, src);  // Sum, Avg, PreMulSum
+    case kMin: return reduceStep<DT, kFamilyMinMax>(L, s, epoch, packet, dst, src);
+    default: return reduceStep<DT, kFamilySum>(L, s, epoch, packet, dst, src);  // Sum, Avg, PreMulSum
   }
 }
 
-__device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
+__device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, bool packet, uint64_t dst,
                            const uint64_t* src) {
   switch (L.dtype) {
-    case kInt8: return reduceOp<kInt8>(L, s, epoch, dst, src);
-    case kUint8: return reduceOp<kUint8>(L, s, epoch, dst, src);
-    case kInt32: return reduceOp<kInt32>(L, s, epoch, dst, src);
-    case kUint32: return reduceOp<kUint32>(L, s, epoch, dst, src);
-    case kInt64: return reduceOp<kInt64>(L, s, epoch, dst, src);
-    case kUint64: return reduceOp<kUint64>(L, s, epoch, dst, src);
-    case kFloat16: return reduceOp<kFloat16>(L, s, epoch, dst, src);
-    case kFloat32: return reduceOp<kFloat32>(L, s, epoch, dst, src);
-    case kFloat64: return reduceOp<kFloat64>(L, s, epoch, dst, src);
-    case kBfloat16: return reduceOp<kBfloat16>(L, s, epoch, dst, src);
-    case kFloat8e4m3: return reduceOp<kFloat8e4m3>(L, s, epoch, dst, src);
-    default: return reduceOp<kFloat8e5m2>(L, s, epoch, dst, src);
+    case kInt8: return reduceOp<kInt8>(L, s, epoch, packet, dst, src);
+    case kUint8: return reduceOp<kUint8>(L, s, epoch, packet, dst, src);
+    case kInt32: return reduceOp<kInt32>(L, s, epoch, packet, dst, src);
+    case kUint32: return reduceOp<kUint32>(L, s, epoch, packet, dst, src);
+    case kInt64: return reduceOp<kInt64>(L, s, epoch, packet, dst, src);
+    case kUint64: return reduceOp<kUint64>(L, s, epoch, packet, dst, src);
+    case kFloat16: return reduceOp<kFloat16>(L, s, epoch, packet, dst, src);
+    case kFloat32: return reduceOp<kFloat32>(L, s, epoch, packet, dst, src);
+    case kFloat64: return reduceOp<kFloat64>(L, s, epoch, packet, dst, src);
+    case kBfloat16: return reduceOp<kBfloat16>(L, s, epoch, packet, dst, src);
+    case kFloat8e4m3: return reduceOp<kFloat8e4m3>(L, s, epoch, packet, dst, src);
+    default: return reduceOp<kFloat8e5m2>(L, s, epoch, packet, dst, src);
   }
 }
 
-/** runStep executes one Copy or Reduce with the whole block; returns this
- * thread's status (a plain step cannot fail; a packet step fails in the
- * threads whose packets never came). */
-__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, uint64_t epoch) {
-  uint64_t src[kMaxSrc];
-  int n = s.verb == kCopy ? 1 : s.nsrc;
-  uint64_t dst = resolve(L, s.dst, epoch);
-  bool bad = dst == 0 || n < 1 || n > kMaxSrc;
-#pragma unroll
-  for (int j = 0; j < kMaxSrc; j++) {
-    src[j] = j < n ? resolve(L, s.src[j], epoch) : 0;
-    bad |= j < n && src[j] == 0;
+/** runStep executes one Copy or Reduce with the whole block, from its
+ * decoded addresses for this epoch's parity; returns this thread's status
+ * (a plain step cannot fail; a packet step fails in the threads whose
+ * packets never came). */
+__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
+  const uint32_t p = (uint32_t)(epoch & 1);
+  const bool packet = d.kind == kKindPacket;
+  if (s.verb == kCopy) {
+    if (!packet) {
+      copyPlain(d.dst[p], d.src[p][0], d.bytes);
+      return kStatusOK;
+    }
+    return move(L, s, epoch, true, d.dst[p], d.src[p], 1, NoReducer{});
   }
-  if (bad) return kStatusBadRef;
-  return s.verb == kCopy ? move(L, s, epoch, dst, src, 1, NoReducer{}) : reduce(L, s, epoch, dst, src);
+  uint64_t src[kMaxSrc];
+#pragma unroll
+  for (int j = 0; j < kMaxSrc; j++) src[j] = d.src[p][j];
+  return reduce(L, s, epoch, packet, d.dst[p], src);
 }
 
 /** signalRun runs, with the lanes of warp 0, the n steps of one verb (Notify
@@ -156,7 +218,7 @@ __device__ __forceinline__ void stop(volatile uint64_t* broken) {
   if (threadIdx.x == 0) *broken = 1;
 }
 
-/** kBatch: the steps a block holds in shared memory at once (7.75 KiB). */
+/** kBatch: the steps a block holds in shared memory at once (7.75 KiB, and 5 KiB decoded). */
 constexpr uint32_t kBatch = 32;
 
 /** loadBatch copies steps [from, from+n) of the worker at steps into batch,
@@ -173,18 +235,23 @@ using namespace purlin;
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __grid_constant__ Launch L) {
   __shared__ Step batch[kBatch];
+  __shared__ Decoded dec[kBatch];
+  __shared__ Bases bases;
   __shared__ uint64_t start;
 #if __CUDA_ARCH__ >= 900
   // Programmatic dependent launch (atom/cuda launches so on these GPUs): the
   // rank's next kernel on this stream may be scheduled now; what it reads
-  // before its own wait below is only its Plan, which nothing writes.
+  // before its own wait below is only its Plan and its Launch, which nothing writes.
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
   uint32_t first = 0, held = min(w.count, kBatch);  // batch holds steps [first, first+held)
   loadBatch(batch, steps, 0, held);
+  fillBases(bases, L);
   const uint32_t used = w.index == 0 ? ((const uint16_t*)L.fill)[blockIdx.x] : kMaxWorkers;
+  __syncthreads();
+  decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900
   // The kernel before this one on the stream has ended and its writes (the
   // epochs, the broken word, user buffers) are visible from here on.
@@ -207,32 +274,36 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
       first = i, held = min(w.count - i, kBatch);
       loadBatch(batch, steps, first, held);
       __syncthreads();
+      decodeBatch(dec, batch, held, bases);
+      __syncthreads();
       fenced = true;
     }
-    const Step& s = batch[i - first];
-    if (s.verb == kAdvance) {  // the next call of a merged group on this channel
+    const Decoded& d = dec[i - first];
+    const uint8_t kind = d.kind;
+    if (kind == kKindAdvance) {  // the next call of a merged group on this channel
       epoch += kEpochAdvance;
       i++;
       continue;
     }
     if (!fenced) __syncthreads();
     fenced = true;
+    const Step& s = batch[i - first];
     uint32_t n = 1;
-    if (s.verb == kNotify || s.verb == kWait) {
+    if (kind == kKindSignal) {
       n = min(s.nsrc < 1 ? 1u : s.nsrc > 32 ? 32u : (uint32_t)s.nsrc, first + held - i);
       const uint32_t st = threadIdx.x < 32 ? signalRun(L, &s, n, epoch, i) : kStatusOK;
       // After a Wait every thread may read what it waited for; a Notify
       // publishes what the barrier before it ordered and needs no other.
       if (s.verb == kWait && __syncthreads_or(st != kStatusOK)) return stop(broken);
-    } else if (hasPacket(s, s.verb == kCopy ? 1 : min((int)s.nsrc, kMaxSrc))) {
-      const uint32_t st = runStep(L, s, epoch);
+    } else if (kind == kKindPacket) {
+      const uint32_t st = runStep(L, s, d, epoch);
       if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, i, 0));
       if (__syncthreads_or(st != kStatusOK)) return stop(broken);
-    } else {  // a plain step fails only on a bad Ref, in every thread alike; the next step fences it
-      if (const uint32_t st = runStep(L, s, epoch)) {
-        if (threadIdx.x == 0) report(L.status, statusWord(st, blockIdx.x, i, 0));
-        return stop(broken);
-      }
+    } else if (kind == kKindBadRef) {  // in every thread alike
+      if (threadIdx.x == 0) report(L.status, statusWord(kStatusBadRef, blockIdx.x, i, 0));
+      return stop(broken);
+    } else {  // a plain step cannot fail; the next step fences it
+      runStep(L, s, d, epoch);
       fenced = false;
     }
     i += n;
