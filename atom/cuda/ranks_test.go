@@ -32,9 +32,9 @@ func TestLayoutAtEveryRankCount(t *testing.T) {
 			require.GreaterOrEqual(t, starts[i+1]-starts[i], need, "n=%d region %d too small", n, i)
 		}
 		if n == snac.MaxRanks {
-			const stage = 2*DefaultStageHalf + snac.MaxRanks*2*DefaultP2PHalf
-			require.Equal(t, uint64(stage), topo.StageBytes())
-			require.Less(t, uint64(w.size), uint64(stage+4<<20), "8 ranks: %d MiB a rank", w.size>>20)
+			stage := 2*DefaultStageHalf + snac.MaxRanks*2*DefaultP2PHalf(n)
+			require.Equal(t, stage, topo.StageBytes())
+			require.Less(t, uint64(w.size), stage+8<<20, "8 ranks: %d MiB a rank", w.size>>20)
 			t.Logf("symmetric memory at %d ranks: %d MiB (staging %d MiB, packets %d KiB, flags+checks %d KiB)",
 				n, w.size>>20, topo.StageBytes()>>20, topo.PacketBytes()>>10, (uint64(w.size)-w.flags)>>10)
 		}

@@ -16,13 +16,12 @@ const (
 	// DefaultStageHalf is one half of the collective staging area (the
 	// large regimes move through it; PURLIN_STAGE_BYTES overrides it).
 	DefaultStageHalf = 64 << 20
-	// DefaultP2PHalf is one half of one peer's point-to-point area
-	// (PURLIN_P2P_BYTES overrides it).
-	DefaultP2PHalf = 1 << 20
-	// DefaultPacketMax is the largest payload per rank sent as 16-byte
-	// packets (latency-bound sizes: one store carries data and flag;
-	// PURLIN_PACKET_BYTES overrides it).
-	DefaultPacketMax = 16 << 10
+	// p2pBudget is one half of the point-to-point areas of all peers
+	// together: DefaultP2PHalf gives each peer its share.
+	p2pBudget = 64 << 20
+	// packetBudget is the packet payload of all ranks together:
+	// DefaultPacketMax gives each rank its share.
+	packetBudget = 512 << 10
 	// DefaultChunkMax bounds one worker's chunk in the chunked and ring
 	// regimes (PURLIN_CHUNK_BYTES overrides it).
 	DefaultChunkMax = 1 << 20
@@ -35,11 +34,32 @@ const (
 // override the rest.
 func Topology(nranks, rank int) snac.Topology {
 	t := snac.Topology{NRanks: nranks, Rank: rank, Workers: DefaultWorkers, StageHalf: DefaultStageHalf,
-		P2PHalf: DefaultP2PHalf, PacketMax: DefaultPacketMax, ChunkMax: DefaultChunkMax}
+		P2PHalf: DefaultP2PHalf(nranks), PacketMax: DefaultPacketMax(nranks), ChunkMax: DefaultChunkMax}
 	s := config.Get()
 	if s.MaxCTAs > 0 {
 		t.Workers = min(s.MaxCTAs, snac.MaxWorkers)
 	}
 	s.Sizes(&t.StageHalf, &t.P2PHalf, &t.PacketMax, &t.ChunkMax)
 	return t
+}
+
+// DefaultP2PHalf is one half of one peer's point-to-point area
+// (PURLIN_P2P_BYTES overrides it): 64 MiB shared among the ranks, from
+// 1 MiB to 32 MiB a peer. A send moves through the peer's area in one chunk
+// per thread block and two halves; at 1 MiB (32 KiB a block) it ran at a
+// third of NVLink's bandwidth on 2x H200, at 32 MiB near NCCL's.
+func DefaultP2PHalf(nranks int) uint64 { return share(p2pBudget, nranks, 1<<20, 32<<20) }
+
+// DefaultPacketMax is the largest payload per rank sent as 16-byte packets
+// (latency-bound sizes: one store carries data and flag, no flag round
+// trip; PURLIN_PACKET_BYTES overrides it): 512 KiB shared among the ranks,
+// from 16 KiB to 256 KiB a rank, so one rank's packet buffer (8 windows a
+// rank) is 4 MiB at any size of communicator. On 2x H200 packets beat
+// staging up to 256 KiB a rank.
+func DefaultPacketMax(nranks int) uint64 { return share(packetBudget, nranks, 16<<10, 256<<10) }
+
+// share is budget/nranks, rounded down to 4 KiB and clamped to [lo, hi].
+func share(budget uint64, nranks int, lo, hi uint64) uint64 {
+	s := budget / uint64(max(nranks, 1)) &^ (4<<10 - 1)
+	return min(max(s, lo), hi)
 }

@@ -9,6 +9,22 @@ import (
 	"purlin/snac"
 )
 
+// TestDefaultShares: the packet and point-to-point sizes shrink as ranks
+// grow, so one rank's buffers stay bounded, within their clamps.
+func TestDefaultShares(t *testing.T) {
+	for _, c := range []struct {
+		n           int
+		packet, p2p uint64
+	}{
+		{1, 256 << 10, 32 << 20}, {2, 256 << 10, 32 << 20}, {3, 168 << 10, 21844 << 10},
+		{4, 128 << 10, 16 << 20}, {8, 64 << 10, 8 << 20}, {64, 16 << 10, 1 << 20},
+	} {
+		require.Equal(t, c.packet, DefaultPacketMax(c.n), "packet, %d ranks", c.n)
+		require.Equal(t, c.p2p, DefaultP2PHalf(c.n), "p2p, %d ranks", c.n)
+		require.Zero(t, DefaultP2PHalf(c.n)%16, "a whole number of vectors")
+	}
+}
+
 // TestTopologyDefaultsAndOverrides: the defaults, equal on every rank;
 // PURLIN_STAGE_BYTES, PURLIN_P2P_BYTES, PURLIN_PACKET_BYTES and
 // PURLIN_CHUNK_BYTES replace the sizes, PURLIN_MAX_CTAS (else NCCL_MAX_CTAS, as NCCL users set it) the
@@ -25,9 +41,9 @@ func TestTopologyDefaultsAndOverrides(t *testing.T) {
 			require.Equal(t, n, top.NRanks)
 			require.Equal(t, r, top.Rank)
 			require.Equal(t, uint64(DefaultStageHalf), top.StageHalf)
-			require.Equal(t, uint64(DefaultP2PHalf), top.P2PHalf)
+			require.Equal(t, DefaultP2PHalf(n), top.P2PHalf)
 			require.Equal(t, DefaultWorkers, top.Workers)
-			require.Equal(t, uint64(DefaultPacketMax), top.PacketMax)
+			require.Equal(t, DefaultPacketMax(n), top.PacketMax)
 			require.Equal(t, uint64(DefaultChunkMax), top.ChunkMax)
 			require.Equal(t, Topology(n, 0).Workers, top.Workers, "equal on every rank")
 			require.LessOrEqual(t, top.PacketMax, top.StageHalf)
