@@ -13,9 +13,8 @@ package snac
 // a check word that differs from its own (a rank cannot agree with both),
 // so every rank fails with errs.ErrMismatch. Steps before the waits only
 // write (a root's packets and staged chunks), so a root's data still leaves
-// at once. The notify writes peers' check words, so worker 0 keeps the done
-// rule like any writer: a rank never rewrites a check word a slow rank has
-// yet to read, even across the Plans of a Merge chain.
+// at once. Every rank hears from every other here, which is also what lets
+// the collective channel go without a done rule (hello.go).
 
 // agreed appends worker 0's body framed by the agreement.
 func (b *builder) agreed(dst, body []Step) []Step {

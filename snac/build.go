@@ -20,7 +20,7 @@ func Build(call *spec.Call, topo Topology) (*Plan, error) {
 	if err != nil {
 		return nil, errs.New(errs.ErrInvalidUsage, "snac: Build %s: %v", call, err)
 	}
-	p.Type, p.Op, p.NRanks = call.Type, call.Op, call.NRanks
+	p.Type, p.Op, p.NRanks, p.Rank = call.Type, call.Op, call.NRanks, call.Rank
 	return p, nil
 }
 
@@ -53,6 +53,9 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		b.p2p, b.peer, b.sender = true, c.Peer, c.IsSend
 	}
 	b.writes = x.writes()
+	if !b.p2p && !b.agree {
+		b.silence(x.peers())
+	}
 	if k := b.chunkCount(x); k > maxChunks {
 		return nil, errs.New(errs.ErrUnsupported, "snac: %d chunks per worker (at most %d)", k, maxChunks)
 	}
@@ -68,7 +71,6 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	if length <= t.PacketMax {
 		g, _ := newGeometry(t, t.StageHalf, length, 1, true, false)
 		b := newBuilder(c, t, g)
-		b.writes = c.NRanks > 1
 		b.emitAllReducePackets(c)
 		return b.plan(RegimePacket), nil
 	}
@@ -78,7 +80,6 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
-	b.writes = c.NRanks > 1
 	b.emitAllReduceStaged(c)
 	return b.plan(g.regime(longest)), nil
 }

@@ -15,11 +15,15 @@ type builder struct {
 	peer   int
 	sender bool     // p2p: this rank sends
 	steps  [][]Step // per worker
-	writes bool     // this rank writes staging or packets (needs the done head)
+	writes bool     // p2p: this rank writes staging or packets (needs the done head)
 	// check is the call's check word; agree: worker 0 exchanges it with
 	// every rank before it waits for any (rooted collectives, see agree.go).
 	agree bool
 	check uint64
+	// helloTo, helloFrom: the ranks this one sends nothing to, and hears
+	// nothing from, in a collective: worker 0 greets the first and waits for
+	// the greeting of the second (see hello.go).
+	helloTo, helloFrom []int
 	// premul is set for a PreMulSum reduction: this rank's input meets its
 	// scalar where the Plan first reads it (stageInput, and the own source
 	// of each reduce), and nowhere else.
@@ -121,22 +125,28 @@ func (b *builder) wait(w int, slot uint32, delta int64, check uint64) {
 	b.add(w, Step{Verb: Wait, Slot: slot, Delta: delta, Check: check})
 }
 
-// plan assembles the workers, framing each with the done rule.
+// plan assembles the workers: worker 0 framed by the agreement or the
+// hellos of a collective, every worker of a point-to-point Plan by the
+// done rule.
 func (b *builder) plan(regime Regime) *Plan {
-	p := &Plan{Regime: regime, NRanks: b.n}
+	p := &Plan{Regime: regime, NRanks: b.n, Rank: b.me}
 	ch := b.channel()
 	for w := range b.steps {
 		first := len(p.Steps)
-		agree := b.agree && w == 0
-		if b.writes || agree {
+		if b.p2p && b.writes {
 			b.doneHead(p)
 		}
-		if agree {
+		switch {
+		case w == 0 && b.agree:
 			p.Steps = b.agreed(p.Steps, b.steps[w])
-		} else {
+		case w == 0:
+			p.Steps = b.greeted(p.Steps, b.steps[w])
+		default:
 			p.Steps = append(p.Steps, b.steps[w]...)
 		}
-		b.doneTail(p, w)
+		if b.p2p {
+			b.doneTail(p, w)
+		}
 		p.Workers = append(p.Workers, Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)})
 	}
 	return p

@@ -26,16 +26,18 @@
 // consumer handle the same bytes and per-worker flags suffice. Chunk c of a
 // worker is announced with flag value epoch+c+1.
 //
-// # The done rule
+// # Reusing halves
 //
 // Staging halves alternate with the epoch's parity, so a producer may only
 // rewrite a half once every reader of the call two calls ago has finished.
-// Every worker of a call raises a "done" flag on its own rank; the channel's
-// worker 0 waits for them and raises FlagDone (value epoch+EpochAdvance) on
-// every rank that may write for it (collective: all ranks; point-to-point:
-// the sender). A worker that writes staging or packets first waits for
-// FlagDone >= epoch+DoneDelta from those ranks. Done flags carry the constant
-// check word DoneCheck, since they outlive the call that raised them.
+// On the collective channel that needs no flag of its own: every rank
+// hears from every other in each collective, greeting the ranks a V
+// collective leaves silent (hello.go). On a point-to-point channel the
+// receiver's workers raise a flag on their own rank when done; its worker
+// 0 waits for them and raises FlagDone (value epoch+EpochAdvance) on the
+// sender, whose workers wait for FlagDone >= epoch+DoneDelta before they
+// write (the done rule, done.go). Done flags carry the constant check word
+// DoneCheck, since they outlive the call that raised them.
 //
 // # PreMulSum
 //

@@ -19,8 +19,10 @@ import (
 // chained: worker index w runs them in group order, an Advance step between
 // two, so each runs at the epoch it would have if launched alone after the
 // one before it, and the merged Plan advances the channel's epochs once per
-// call. A call's flags, packets, check words, staging half and done rule
-// are thus the same however the calls around it are grouped: the k-th send
+// call. Collectives chained on the collective channel are joined between
+// one another (every worker raises a flag on its own rank and waits for all
+// of them), as a kernel boundary would: see hello.go. A call's flags,
+// packets, check words, staging half and done rule are thus the same however the calls around it are grouped: the k-th send
 // from one rank to another matches the k-th receive there whether either
 // side posted them in one group or in several, as NCCL matches them.
 //
@@ -31,14 +33,14 @@ func Merge(plans ...*Plan) (*Plan, error) {
 	if len(plans) == 0 {
 		return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge of no Plans")
 	}
-	out := &Plan{NRanks: plans[0].NRanks, Type: plans[0].Type, Op: plans[0].Op}
+	out := &Plan{NRanks: plans[0].NRanks, Rank: plans[0].Rank, Type: plans[0].Type, Op: plans[0].Op}
 	typed := false
 	chains := map[uint16][]chainLink{}
 	var channels []uint16
 	buffers := uint8(0)
 	for i, p := range plans {
-		if p.NRanks != out.NRanks {
-			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d has %d ranks, plan 0 has %d", i, p.NRanks, out.NRanks)
+		if p.NRanks != out.NRanks || p.Rank != out.Rank {
+			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d is rank %d of %d, plan 0 rank %d of %d", i, p.Rank, p.NRanks, out.Rank, out.NRanks)
 		}
 		if p.collective() {
 			if typed && (p.Type != out.Type || p.Op != out.Op) {
@@ -92,6 +94,9 @@ func (out *Plan) appendChain(ch uint16, links []chainLink) {
 		first := len(out.Steps)
 		for i, part := range parts {
 			if i > 0 {
+				if ch == Collective { // see hello.go
+					out.Steps = join(out.Steps, out.Rank, idx, width)
+				}
 				out.Steps = append(out.Steps, Step{Verb: Advance})
 			}
 			out.Steps = appendWorker(out.Steps, part, idx)

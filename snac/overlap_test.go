@@ -74,3 +74,80 @@ func TestBackToBackCallsOfChangingShape(t *testing.T) {
 		}
 	}
 }
+
+// TestBackToBackCallsWithSilentPairs queues calls in which some pairs of
+// ranks send each other nothing (V collectives with zero counts; an
+// AllReduce whose shards are mostly empty, where they hear from each other
+// through the others) between calls that write every peer's halves. The collective channel has no done rule: a rank may rewrite a
+// half two calls later only because it heard from every reader in the call
+// between, and silent pairs hear from each other through greetings
+// (hello.go); without them a fast rank overwrites what a slow one reads.
+func TestBackToBackCallsWithSilentPairs(t *testing.T) {
+	for _, n := range []int{3, 4} {
+		for seed := range uint64(6) {
+			w := newWorld(t, n, seed)
+			w.topo = snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 1 << 10, PacketMax: 16, ChunkMax: 1 << 10}
+			w.sim = snactest.New(w.topo, seed)
+			type queued struct {
+				calls []*spec.Call
+				want  []spectest.Output
+			}
+			var order []queued
+			launches := make([][]*snactest.Launch, n)
+			// Counts: rank 0 and the last rank hold data; the ranks between are
+			// silent to each other.
+			sparse := func(count uint64) []uint64 {
+				c := make([]uint64, n)
+				c[0], c[n-1] = count, count/2+1
+				return c
+			}
+			packed := func(counts []uint64) []uint64 {
+				d := make([]uint64, n)
+				var at uint64
+				for q := range n {
+					d[q], at = at, at+counts[q]
+				}
+				return d
+			}
+			for _, count := range []uint64{4, 24, 300} { // packets, staged, chunked
+				var group [][]*spec.Call
+				for _, coll := range []spec.Collective{spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV} {
+					group = append(group, callsFor(n, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, count, 0))
+					calls := callsFor(n, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, 0)
+					for p, c := range calls {
+						switch coll {
+						case spec.AllToAllV: // only ranks 0 and n-1 exchange
+							c.SendCounts, c.RecvCounts = make([]uint64, n), make([]uint64, n)
+							if p == 0 || p == n-1 {
+								c.SendCounts[n-1-p], c.RecvCounts[n-1-p] = count, count
+							}
+							c.SendDispls, c.RecvDispls = packed(c.SendCounts), packed(c.RecvCounts)
+						default:
+							c.Counts = sparse(count)
+							c.Displs = packed(c.Counts)
+						}
+					}
+					group = append(group, calls)
+				}
+				// 32 bytes, staged, over n ranks: two shards hold them, the others are empty.
+				group = append(group, callsFor(n, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, count, 0),
+					callsFor(n, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, 8, 0))
+				for _, calls := range group {
+					inputs := spectest.Inputs(w.rng, calls)
+					order = append(order, queued{calls, spectest.Expected(calls, inputs)})
+					for r, c := range calls {
+						l, err := w.launch(c, false, inputs[r])
+						require.NoError(t, err)
+						launches[r] = append(launches[r], l)
+					}
+				}
+			}
+			require.NoError(t, w.sim.Run(launches), "%d ranks, seed %d", n, seed)
+			for k, q := range order {
+				for r, c := range q.calls {
+					w.checkOutput(c, launches[r][k], q.want[r], false)
+				}
+			}
+		}
+	}
+}

@@ -122,6 +122,7 @@ type Plan struct {
 	Type    spec.DataType
 	Op      spec.Op
 	NRanks  int // Avg divides by it
+	Rank    int // the rank that runs it (Merge joins chained collectives on it)
 	Regime  Regime
 }
 
