@@ -16,8 +16,21 @@
 
 namespace purlin {
 
-/** Spins between two looks at the abort word, the status word and the clock. */
-constexpr uint32_t kSpinsPerCheck = 1024;
+/** Spins between two looks at the clock. */
+constexpr uint32_t kSpinsPerCheck = 256;
+/** Nanoseconds between two looks at the abort and status words. */
+constexpr uint64_t kLookNs = 20000;
+
+/** The block's view of the abort and status words. They are host memory,
+ * read across PCIe, and a packet step polls with every thread of its
+ * blocks: were each thread to read them, thousands of reads would queue on
+ * the bus and every one would wait for the rest (a wait that outlasted its
+ * first check took hundreds of microseconds). So one thread of the block
+ * at a time reads them, at most every kLookNs, into these words, and every
+ * spinning thread reads the block's copy. run.cu zeroes them at start. */
+__shared__ uint64_t blockLookAt;  // when the block looks next (globaltimer ns)
+__shared__ uint32_t blockAbort;   // the abort word at the block's last look
+__shared__ uint32_t blockStopped; // the status word was set at the block's last look
 
 /** The abort word (Launch.abortFlag): kAbortAll, set by Abort, ends every
  * wait; bit q (q < kMaxRanks), set by PeerGone, says rank q's process is
@@ -64,7 +77,8 @@ __device__ __forceinline__ uint64_t globalTimer() {
 
 /** Bound is one wait's budget: call spin() once per failed poll; a non-zero
  * result is the status to stop with. The clock is read only once a wait has
- * spun kSpinsPerCheck times, so a wait satisfied at once costs nothing.
+ * spun kSpinsPerCheck times, so a wait satisfied at once costs nothing, and
+ * the abort and status words every kLookNs from then on.
  * mask: the bits of the abort word that end this wait. Once one is seen,
  * the wait polls once more before it gives up: what a gone rank wrote
  * before it went is in memory by then and may still satisfy it. */
@@ -80,16 +94,20 @@ struct Bound {
   __device__ __forceinline__ uint32_t spin() {
     if (lastLook) return kStatusAborted;
     if (++spins % kSpinsPerCheck != 0) return kStatusOK;
-    if (loadRelaxed32(L.abortFlag) & mask) {
+    const uint64_t now = globalTimer();
+    if (deadline == 0) deadline = now + L.timeoutNs;
+    const uint64_t at = *(volatile uint64_t*)&blockLookAt;
+    if (now >= at && atomicCAS((unsigned long long*)&blockLookAt, at, now + kLookNs) == at) {
+      *(volatile uint32_t*)&blockAbort = loadRelaxed32(L.abortFlag);
+      *(volatile uint32_t*)&blockStopped = loadRelaxed(L.status) != 0;
+    }
+    if (*(volatile uint32_t*)&blockAbort & mask) {
       __threadfence_system();
       lastLook = true;
       return kStatusOK;
     }
-    if (loadRelaxed(L.status) != 0) return kStatusStopped;
-    uint64_t now = globalTimer();
-    if (deadline == 0) deadline = now + L.timeoutNs;
-    else if (now > deadline) return kStatusTimeout;
-    return kStatusOK;
+    if (*(volatile uint32_t*)&blockStopped) return kStatusStopped;
+    return now > deadline ? kStatusTimeout : kStatusOK;
   }
 };
 
@@ -113,7 +131,7 @@ __device__ __forceinline__ uint32_t waitMask(const Launch& L, uint32_t src) {
 /** notify: Notify the peer: its check word, then (release) its flag.
  * The caller has passed a barrier after the block's last write. */
 __device__ __forceinline__ void notify(const Launch& L, const Step& s, uint64_t epoch) {
-  storeRelaxed(L.peers.checks[s.peer] + 8ull * checkIndex(s.slot, epoch), s.check);
+  if (s.check != kDoneCheck) storeRelaxed(L.peers.checks[s.peer] + 8ull * checkIndex(s.slot, epoch), s.check);
   storeRelease(L.peers.flags[s.peer] + 8ull * s.slot, epoch + (uint64_t)s.delta);
 }
 
@@ -128,6 +146,7 @@ __device__ __forceinline__ uint32_t wait(const Launch& L, const Step& s, uint64_
   while (loadAcquire(flag) < (uint64_t)target) {
     if (uint32_t st = bound.spin()) return st;
   }
+  if (s.check == kDoneCheck) return kStatusOK;
   uint64_t check = loadRelaxed(L.peers.checks[L.rank] + 8ull * checkIndex(s.slot, epoch));
   return check == s.check ? kStatusOK : kStatusMismatch;
 }

@@ -21,6 +21,9 @@ constexpr int kMaxWorkers = 64;
 constexpr int kNumChannels = 1 + 2 * kMaxRanks;
 constexpr int kNumEpochs = kNumChannels * kMaxWorkers;
 constexpr uint64_t kEpochAdvance = (1ull << 20) + 1;
+/** The check word of done and join flags (snac.DoneCheck); no call's
+ * fingerprint equals it, so notify and wait skip it (flags.cuh). */
+constexpr uint64_t kDoneCheck = 0;
 /** Caller buffers one launch may address (SpaceSend/SpaceRecv Ref.rank). */
 constexpr int kMaxBuffers = 16;
 

@@ -250,6 +250,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   loadBatch(batch, steps, 0, held);
   fillBases(bases, L);
   const uint32_t used = w.index == 0 ? ((const uint16_t*)L.fill)[blockIdx.x] : kMaxWorkers;
+  if (threadIdx.x == 0) blockLookAt = 0, blockAbort = 0, blockStopped = 0;
   __syncthreads();
   decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900

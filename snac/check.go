@@ -6,7 +6,9 @@ import "purlin/spec"
 // are read two calls after they were raised, by calls of any shape, so they
 // cannot carry a call's fingerprint. It is 0, the value check words hold
 // from init, so the first calls' done waits (satisfied at once, before any
-// done flag was raised) compare equal too.
+// done flag was raised) compare equal too. No call's fingerprint is 0
+// (sum), so an Atom may skip the check word of a DoneCheck flag: writing
+// and comparing it could tell nothing.
 const DoneCheck uint64 = 0
 
 // fingerprint mixes words into a 64-bit check (FNV-1a over 64-bit words,
@@ -31,6 +33,9 @@ func (f fingerprint) sum() uint64 {
 	x ^= x >> 33
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
+	if x == DoneCheck {
+		x = 1
+	}
 	return x
 }
 

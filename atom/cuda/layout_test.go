@@ -74,6 +74,7 @@ func TestHeaderLimitsMatchSnac(t *testing.T) {
 	require.Equal(t, snac.MaxRanks, get("kMaxRanks"))
 	require.Equal(t, snac.MaxWorkers, get("kMaxWorkers"))
 	require.Equal(t, MaxBuffers, get("kMaxBuffers"))
+	require.Equal(t, int(snac.DoneCheck), get("kDoneCheck"))
 	require.Contains(t, string(src), "kEpochAdvance = (1ull << 20) + 1;")
 	require.Contains(t, string(src), "enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4 };")
 	require.Equal(t, []snac.Verb{0, 1, 2, 3, 4}, []snac.Verb{snac.Copy, snac.Reduce, snac.Notify, snac.Wait, snac.Advance})
