@@ -3,9 +3,9 @@
  * @brief Block-wide data movement for Copy and Reduce steps over plain memory
  * (caller buffers, staging; local or an NVLink peer's), and over packets.
  *
- * Plain memory moves (and reduces) in 16-byte vectors, four in flight per
- * thread per source, when every address is 16-byte aligned, with a scalar tail; otherwise in the
- * widest unit all addresses share. Packets move 8 payload bytes per thread
+ * Plain memory moves in 16-byte vectors, sixteen in flight per thread (a
+ * reduction: eight per source), when every address is 16-byte aligned, with
+ * a scalar tail; otherwise in the widest unit all addresses share. Packets move 8 payload bytes per thread
  * per packet (packets.cuh).
  */
 #pragma once
@@ -17,19 +17,23 @@
 namespace purlin {
 
 constexpr int kThreads = 512;  // threads per block (one worker)
-constexpr int kUnroll = 4;     // 16-byte vectors in flight per thread
+// 16-byte vectors in flight per thread and source: many, since a block's
+// bandwidth over NVLink is what it has in flight (its reads of a peer take
+// microseconds); a reduction keeps fewer, its accumulators need registers.
+constexpr int kCopyUnroll = 16;
+constexpr int kUnroll = 8;
 
 template <typename W>
 __device__ __forceinline__ void copyUnits(uint64_t dst, uint64_t src, uint64_t n) {
   const W* s = (const W*)src;
   W* d = (W*)dst;
   uint64_t i = threadIdx.x;
-  for (; i + (kUnroll - 1) * kThreads < n; i += kUnroll * kThreads) {
-    W v[kUnroll];
+  for (; i + (kCopyUnroll - 1) * kThreads < n; i += kCopyUnroll * kThreads) {
+    W v[kCopyUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) v[u] = s[i + u * kThreads];
+    for (int u = 0; u < kCopyUnroll; u++) v[u] = s[i + u * kThreads];
 #pragma unroll
-    for (int u = 0; u < kUnroll; u++) d[i + u * kThreads] = v[u];
+    for (int u = 0; u < kCopyUnroll; u++) d[i + u * kThreads] = v[u];
   }
   for (; i < n; i += kThreads) d[i] = s[i];
 }
