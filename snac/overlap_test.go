@@ -33,44 +33,24 @@ func TestBackToBackCallsOfChangingShape(t *testing.T) {
 	}
 	for _, n := range []int{2, 3} {
 		for seed := range seeds {
-			w := newWorld(t, n, seed)
-			w.topo = snac.Topology{NRanks: n, Workers: 32, StageHalf: 64 << 10, P2PHalf: 1 << 10, PacketMax: 16, ChunkMax: 1 << 10}
-			w.sim = snactest.New(w.topo, seed)
-			type queued struct {
-				calls   []*spec.Call
-				want    []spectest.Output
-				inPlace bool
-			}
-			var order []queued
-			launches := make([][]*snactest.Launch, n)
-			regimes := map[snac.Regime]bool{}
+			q := newQueue(t, n, seed, snac.Topology{NRanks: n, Workers: 32, StageHalf: 64 << 10, P2PHalf: 1 << 10, PacketMax: 16, ChunkMax: 1 << 10})
 			for bytes := uint64(8); bytes <= largest; bytes *= 4 {
 				for i, coll := range colls {
 					count := bytes / 4
 					if coll == spec.AllGather || coll == spec.ReduceScatter || coll == spec.AllToAll {
 						count /= uint64(n)
 					}
-					calls := callsFor(n, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, i%n)
-					inPlace := i%2 == 1
-					inputs := spectest.Inputs(w.rng, calls)
-					order = append(order, queued{calls, spectest.Expected(calls, inputs), inPlace})
-					for r, c := range calls {
-						l, err := w.launch(c, inPlace, inputs[r])
-						require.NoError(t, err)
-						regimes[l.Plan.Regime] = true
-						launches[r] = append(launches[r], l)
-					}
+					q.add(callsFor(n, coll, spec.Float32, spec.Op{Kind: spec.Sum}, count, i%n), i%2 == 1)
 				}
+			}
+			regimes := map[snac.Regime]bool{}
+			for _, l := range q.launches[0] {
+				regimes[l.Plan.Regime] = true
 			}
 			for _, g := range []snac.Regime{snac.RegimePacket, snac.RegimeStaged, snac.RegimeChunked, snac.RegimeRing} {
 				require.True(t, regimes[g], "%d ranks: no %s Plan", n, g)
 			}
-			require.NoError(t, w.sim.Run(launches), "%d ranks, seed %d", n, seed)
-			for k, q := range order {
-				for r, c := range q.calls {
-					w.checkOutput(c, launches[r][k], q.want[r], q.inPlace)
-				}
-			}
+			q.run("%d ranks, seed %d", n, seed)
 		}
 	}
 }
@@ -85,15 +65,7 @@ func TestBackToBackCallsOfChangingShape(t *testing.T) {
 func TestBackToBackCallsWithSilentPairs(t *testing.T) {
 	for _, n := range []int{3, 4} {
 		for seed := range uint64(6) {
-			w := newWorld(t, n, seed)
-			w.topo = snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 1 << 10, PacketMax: 16, ChunkMax: 1 << 10}
-			w.sim = snactest.New(w.topo, seed)
-			type queued struct {
-				calls []*spec.Call
-				want  []spectest.Output
-			}
-			var order []queued
-			launches := make([][]*snactest.Launch, n)
+			q := newQueue(t, n, seed, snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 1 << 10, PacketMax: 16, ChunkMax: 1 << 10})
 			// Counts: rank 0 and the last rank hold data; the ranks between are
 			// silent to each other.
 			sparse := func(count uint64) []uint64 {
@@ -133,21 +105,52 @@ func TestBackToBackCallsWithSilentPairs(t *testing.T) {
 				group = append(group, callsFor(n, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, count, 0),
 					callsFor(n, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, 8, 0))
 				for _, calls := range group {
-					inputs := spectest.Inputs(w.rng, calls)
-					order = append(order, queued{calls, spectest.Expected(calls, inputs)})
-					for r, c := range calls {
-						l, err := w.launch(c, false, inputs[r])
-						require.NoError(t, err)
-						launches[r] = append(launches[r], l)
-					}
+					q.add(calls, false)
 				}
 			}
-			require.NoError(t, w.sim.Run(launches), "%d ranks, seed %d", n, seed)
-			for k, q := range order {
-				for r, c := range q.calls {
-					w.checkOutput(c, launches[r][k], q.want[r], false)
-				}
-			}
+			q.run("%d ranks, seed %d", n, seed)
+		}
+	}
+}
+
+// queue holds every rank's calls, queued for one simulator Run as a stream
+// queues kernels, and the outputs they must produce.
+type queue struct {
+	t        *testing.T
+	w        *world
+	launches [][]*snactest.Launch // per rank, in call order
+	order    []queuedCall
+}
+
+type queuedCall struct {
+	calls   []*spec.Call
+	want    []spectest.Output
+	inPlace bool
+}
+
+func newQueue(t *testing.T, n int, seed uint64, topo snac.Topology) *queue {
+	w := newWorld(t, n, seed)
+	w.topo, w.sim = topo, snactest.New(topo, seed)
+	return &queue{t: t, w: w, launches: make([][]*snactest.Launch, n)}
+}
+
+// add queues one call (one per rank) on random inputs.
+func (q *queue) add(calls []*spec.Call, inPlace bool) {
+	inputs := spectest.Inputs(q.w.rng, calls)
+	q.order = append(q.order, queuedCall{calls, spectest.Expected(calls, inputs), inPlace})
+	for r, c := range calls {
+		l, err := q.w.launch(c, inPlace, inputs[r])
+		require.NoError(q.t, err)
+		q.launches[r] = append(q.launches[r], l)
+	}
+}
+
+// run runs every queued call and checks every output.
+func (q *queue) run(msgAndArgs ...any) {
+	require.NoError(q.t, q.w.sim.Run(q.launches), msgAndArgs...)
+	for k, c := range q.order {
+		for r, call := range c.calls {
+			q.w.checkOutput(call, q.launches[r][k], c.want[r], c.inPlace)
 		}
 	}
 }
