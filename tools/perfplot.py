@@ -12,7 +12,8 @@ curves appear when NCCL results are present, else Purlin's alone.
 
 The SVG has one row per collective: out-of-place time (us, log scale) and bus
 bandwidth (GB/s) against message size (log scale), one line per library and
-mode (eager solid, CUDA-graph dashed). Only the Python standard library is used.
+mode (eager solid, CUDA-graph dashed); runs on registered windows (-R 1) are
+left out. Only the Python standard library is used.
 
 --verdict prints one closing line: PASS when every run exited 0 (--status, the
 benchmark's exit status, for a file without '## EXIT' lines) and no value was
@@ -40,7 +41,9 @@ ORDER = ["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "re
 def series_from_txt(path, lib, out):
     """Adds lib's curves from a purlin-perf output; returns (wrong values, runs, failed runs, header facts)."""
     rows, wrong, runs = parse(path)
-    for (mode, procs, coll, dtype, size), (t, bus, _) in rows.items():
+    for (mode, procs, reg, coll, dtype, size), (t, bus, _) in rows.items():
+        if reg:
+            continue  # registered windows: in the tables, not the plot
         mode = "eager" if mode == "?" else mode
         out.setdefault(coll, {}).setdefault((lib, mode, procs, dtype), []).append((size, t, bus))
     text = open(path, errors="replace").read() if os.path.exists(path) else ""
@@ -55,6 +58,8 @@ def series_from_json(path, out):
     doc = json.load(open(path))
     wrong = 0
     for r in doc["rows"]:
+        if r.get("registered"):
+            continue
         for lib in ("purlin", "nccl"):
             if r.get(f"{lib}_us") is None:
                 continue

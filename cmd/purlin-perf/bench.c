@@ -23,10 +23,10 @@ static void must(int failed) {
 }
 
 /* Buffers of the ranks this process drives. */
+enum { BUF_SEND, BUF_RECV, BUF_INPLACE, NUM_BUFS };
 typedef struct {
-  void* send[PERF_MAX_RANKS];
-  void* recv[PERF_MAX_RANKS];
-  void* inplace[PERF_MAX_RANKS];
+  void* buf[NUM_BUFS][PERF_MAX_RANKS];  /* send, recv, in place; NULL where unused */
+  ncclWindow_t win[NUM_BUFS][PERF_MAX_RANKS];  /* -R 1: each buffer's window */
   unsigned char* host;  /* staging for uploads and downloads */
   unsigned char* ref;   /* reference reduction, for reducing collectives */
 } buffers_t;
@@ -36,15 +36,41 @@ static size_t max_elems(const shape_t* sh, int r) {
   return m > sh->inplace_elems[r] ? m : sh->inplace_elems[r];
 }
 
+/* elems is how many elements buffer k of rank r holds. */
+static size_t elems(const shape_t* sh, int k, int r) {
+  return k == BUF_SEND ? sh->send_elems[r] : k == BUF_RECV ? sh->recv_elems[r] : sh->inplace_elems[r];
+}
+
+/* alloc_registered gives every local rank's buffers from ncclMemAlloc and
+ * registers each as a symmetric window, as serving engines use NCCL: a
+ * window has one size on every rank, so each buffer gets the largest any
+ * rank needs. Registration is collective: one group for all local ranks. */
+static void alloc_registered(session_t* s, buffers_t* b, const shape_t* sh, const dtype_t* t, int kinds) {
+  for (int k = 0; k < kinds; k++) {
+    size_t bytes = 256;
+    for (int r = 0; r < s->opt.nranks; r++)
+      if (elems(sh, k, r) * t->size > bytes) bytes = elems(sh, k, r) * t->size;
+    for (int r = s->first; r < s->first + s->count; r++) {
+      must(backend_select_rank(r));
+      NCCLCHECK(ncclMemAlloc(&b->buf[k][r], bytes), r);
+    }
+    NCCLCHECK(ncclGroupStart(), -1);
+    for (int r = s->first; r < s->first + s->count; r++)
+      NCCLCHECK(ncclCommWindowRegister(s->comm[r], b->buf[k][r], bytes, &b->win[k][r], NCCL_WIN_COLL_SYMMETRIC), r);
+    NCCLCHECK(ncclGroupEnd(), -1);
+  }
+}
+
 static void alloc_buffers(session_t* s, buffers_t* b, const shape_t* sh, const coll_t* coll, const dtype_t* t) {
   size_t host = 0;
+  int kinds = coll->has_inplace ? NUM_BUFS : BUF_INPLACE;
   memset(b, 0, sizeof(*b));
+  if (s->opt.registered) alloc_registered(s, b, sh, t, kinds);
   for (int r = s->first; r < s->first + s->count; r++) {
-    must(backend_select_rank(r));
-    b->send[r] = backend_alloc(r, sh->send_elems[r] * t->size);
-    b->recv[r] = backend_alloc(r, sh->recv_elems[r] * t->size);
-    if (coll->has_inplace) b->inplace[r] = backend_alloc(r, sh->inplace_elems[r] * t->size);
-    must(!b->send[r] || !b->recv[r] || (coll->has_inplace && !b->inplace[r]));
+    for (int k = 0; k < kinds && !s->opt.registered; k++) {
+      must(backend_select_rank(r));
+      must(!(b->buf[k][r] = backend_alloc(r, elems(sh, k, r) * t->size)));
+    }
     if (max_elems(sh, r) > host) host = max_elems(sh, r);
   }
   b->host = malloc(host * t->size + 8);
@@ -53,11 +79,19 @@ static void alloc_buffers(session_t* s, buffers_t* b, const shape_t* sh, const c
 }
 
 static void free_buffers(session_t* s, buffers_t* b) {
-  for (int r = s->first; r < s->first + s->count; r++) {
-    backend_free(r, b->send[r]);
-    backend_free(r, b->recv[r]);
-    if (b->inplace[r]) backend_free(r, b->inplace[r]);
+  if (s->opt.registered) {
+    NCCLCHECK(ncclGroupStart(), -1);
+    for (int k = 0; k < NUM_BUFS; k++)
+      for (int r = s->first; r < s->first + s->count; r++)
+        if (b->buf[k][r]) NCCLCHECK(ncclCommWindowDeregister(s->comm[r], b->win[k][r]), r);
+    NCCLCHECK(ncclGroupEnd(), -1);
   }
+  for (int k = 0; k < NUM_BUFS; k++)
+    for (int r = s->first; r < s->first + s->count; r++) {
+      if (!b->buf[k][r]) continue;
+      if (s->opt.registered) NCCLCHECK(ncclMemFree(b->buf[k][r]), r);
+      else backend_free(r, b->buf[k][r]);
+    }
   free(b->host);
   free(b->ref);
 }
@@ -80,12 +114,12 @@ static void stage_inputs(session_t* s, const valuegen_t* g, const shape_t* sh, b
     if (c->inplace) {
       fill_sentinel(t, b->host, sh->inplace_elems[r]);
       fill_input(g, r, b->host + sh->send_off[r] * t->size, sh->send_elems[r]);
-      must(backend_upload(r, b->inplace[r], b->host, sh->inplace_elems[r] * t->size));
+      must(backend_upload(r, b->buf[BUF_INPLACE][r], b->host, sh->inplace_elems[r] * t->size));
     } else {
       fill_input(g, r, b->host, sh->send_elems[r]);
-      must(backend_upload(r, b->send[r], b->host, sh->send_elems[r] * t->size));
+      must(backend_upload(r, b->buf[BUF_SEND][r], b->host, sh->send_elems[r] * t->size));
       fill_sentinel(t, b->host, sh->recv_elems[r]);
-      must(backend_upload(r, b->recv[r], b->host, sh->recv_elems[r] * t->size));
+      must(backend_upload(r, b->buf[BUF_RECV][r], b->host, sh->recv_elems[r] * t->size));
     }
   }
 }
@@ -204,8 +238,8 @@ static void bench_size(session_t* s, const coll_t* coll, const dtype_t* t, int o
     c.inplace = k;
     if (k == 1 && !coll->has_inplace) break;
     for (int r = s->first; r < s->first + s->count; r++) {
-      c.send[r] = k ? (char*)b.inplace[r] + sh->send_off[r] * t->size : b.send[r];
-      c.recv[r] = k ? (char*)b.inplace[r] + sh->recv_off[r] * t->size : b.recv[r];
+      c.send[r] = k ? (char*)b.buf[BUF_INPLACE][r] + sh->send_off[r] * t->size : b.buf[BUF_SEND][r];
+      c.recv[r] = k ? (char*)b.buf[BUF_INPLACE][r] + sh->recv_off[r] * t->size : b.buf[BUF_RECV][r];
     }
     if (s->opt.check) {
       stage_inputs(s, &g, sh, &b, &c);

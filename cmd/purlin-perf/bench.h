@@ -16,6 +16,7 @@ typedef struct {
   int op;              /* enum perf_op, or -1: every op */
   int root;
   int iters, warmup, check, graph_iters, multiproc;
+  int registered; /* -R 1: buffers from ncclMemAlloc, registered as symmetric windows */
 } options_t;
 
 /* A result line's numbers, before printing; in multi-process mode they are

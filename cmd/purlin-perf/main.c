@@ -24,8 +24,9 @@ static void usage(void) {
   fprintf(stderr,
           "usage: purlin-perf <collective|all> [-b minbytes] [-e maxbytes] [-f factor] [-g nranks]\n"
           "                   [-d dtype|all] [-o op|all] [-r root] [-n iters] [-w warmup] [-c 0|1]\n"
-          "                   [-G graph-iters] [-m 0|1]\n"
-          "  sizes take K, M, G suffixes (binary units); -m 1 runs one process per rank\n"
+          "                   [-G graph-iters] [-m 0|1] [-R 0|1]\n"
+          "  sizes take K, M, G suffixes (binary units); -m 1 runs one process per rank;\n"
+          "  -R 1 takes buffers from ncclMemAlloc, each registered as a symmetric window\n"
           "  collectives:");
   for (int i = 0; i < num_colls; i++) fprintf(stderr, " %s", colls[i]->name);
   fprintf(stderr, "\n  types:");
@@ -62,7 +63,7 @@ static void parse(int argc, char** argv, options_t* o, const char** which) {
   *which = argv[1];
   optind = 2;
   int c;
-  while ((c = getopt(argc, argv, "b:e:f:g:d:o:r:n:w:c:G:m:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:f:g:d:o:r:n:w:c:G:m:R:h")) != -1) {
     switch (c) {
       case 'b': o->min_bytes = parse_size(optarg); break;
       case 'e': o->max_bytes = parse_size(optarg); break;
@@ -82,6 +83,7 @@ static void parse(int argc, char** argv, options_t* o, const char** which) {
       case 'c': o->check = parse_int(optarg, 0); break;
       case 'G': o->graph_iters = parse_int(optarg, 0); break;
       case 'm': o->multiproc = parse_int(optarg, 0); break;
+      case 'R': o->registered = parse_int(optarg, 0); break;
       default: usage();
     }
   }
@@ -112,8 +114,9 @@ static void print_header(session_t* s, const char* which) {
   ncclGetVersion(&version);
   printf("# purlin-perf %s: backend %s, NCCL API version %d, %s\n", which, backend_name, version,
          o->multiproc ? "one process per rank" : "one process, one thread");
-  printf("# nranks %d minBytes %zu maxBytes %zu step: %g(factor) warmup iters: %d iters: %d validation: %d graph: %d\n",
-         o->nranks, o->min_bytes, o->max_bytes, o->factor, o->warmup, o->iters, o->check, o->graph_iters);
+  printf("# nranks %d minBytes %zu maxBytes %zu step: %g(factor) warmup iters: %d iters: %d validation: %d graph: %d"
+         " registered: %d\n",
+         o->nranks, o->min_bytes, o->max_bytes, o->factor, o->warmup, o->iters, o->check, o->graph_iters, o->registered);
   printf("#\n# Using devices\n");
 }
 

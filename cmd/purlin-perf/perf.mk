@@ -6,7 +6,8 @@
 #                    the CUDA Atom on every GPU, NCCL beside it when found. Ends with a
 #                    one-line verdict; the plot of time and bus bandwidth is build/bench.svg
 #   make perf-test   the float-codec unit test and a correctness sweep of every
-#                    collective, type and op (one process, and one process per rank)
+#                    collective, type and op (one process, and one process per rank),
+#                    and of every collective on registered windows (-R 1)
 #   make perf-cuda   build/purlin-perf-cuda, on a machine with CUDA:
 #                      make perf-cuda NVCC=/usr/local/cuda/bin/nvcc            (Purlin's header, -lpurlin)
 #                      make perf-cuda PERF_LINK=nccl NCCL_INC=... NCCL_LIB=...  (real nccl.h, -lnccl)
@@ -40,7 +41,9 @@ perf-test: $(BUILD)/perf-dtype-test $(PERF)
 		|| (tail -n 30 $(BUILD)/perf-test-g3.txt; exit 1)
 	PURLIN_ATOM=host $(PERF) all -g 4 -b 8 -e 64K -f 32 -n 2 -w 1 -d all -m 1 > $(BUILD)/perf-test-m4.txt \
 		|| (tail -n 30 $(BUILD)/perf-test-m4.txt; exit 1)
-	@grep -h "Out of bounds" $(BUILD)/perf-test-g3.txt $(BUILD)/perf-test-m4.txt
+	PURLIN_ATOM=host $(PERF) all -g 3 -b 8 -e 64K -f 64 -n 1 -w 0 -R 1 > $(BUILD)/perf-test-r3.txt \
+		|| (tail -n 30 $(BUILD)/perf-test-r3.txt; exit 1)
+	@grep -h "Out of bounds" $(BUILD)/perf-test-g3.txt $(BUILD)/perf-test-m4.txt $(BUILD)/perf-test-r3.txt
 
 # ---------- the CUDA variant ----------
 NVCC      ?= nvcc

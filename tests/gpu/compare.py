@@ -4,7 +4,9 @@
 Usage: compare.py PURLIN.txt NCCL.txt [--json OUT.json --commit C --gpus N --nccl-version V]
 Each file holds several purlin-perf runs, each preceded by a line
 '## RUN mode=<eager|graph> ... args: <purlin-perf arguments>' (tests/gpu/run.sh
-writes it). For every mode, process layout and collective it prints: size,
+writes it). Runs with -R 1 (buffers registered as symmetric windows) are kept
+apart from the others. For every mode, process layout, registration and
+collective it prints: size,
 out-of-place time (us) and busbw (GB/s) of each library and the ratio Purlin
 time / NCCL time (> 1: Purlin slower), then the #wrong totals and failed runs
 per library and mode. Only numbers read from the files are printed.
@@ -24,7 +26,7 @@ import re
 
 def parse(path):
     rows, wrong, runs = {}, {}, {}
-    mode, coll, procs = "?", "?", 1
+    mode, coll, procs, reg = "?", "?", 1, False
     try:
         lines = open(path, errors="replace").read().splitlines()
     except OSError:
@@ -33,7 +35,7 @@ def parse(path):
         m = re.match(r"## RUN mode=(\S+)", line)
         if m:
             mode = m.group(1)
-            procs = run_procs(line)
+            procs, reg = run_procs(line), run_registered(line)
             continue
         m = re.match(r"## EXIT (\S+) status=(\d+)", line)
         if m:
@@ -53,27 +55,37 @@ def parse(path):
         except ValueError:
             continue
         n = sum(int(x) for x in (w, f[12] if len(f) > 12 else "0") if x.isdigit())
-        rows[(mode, procs, coll, dtype, size)] = (t, bus, n)
+        rows[(mode, procs, reg, coll, dtype, size)] = (t, bus, n)
         wrong[mode] = wrong.get(mode, 0) + n
     return rows, wrong, runs
 
 
+def run_options(header):
+    """The purlin-perf options of a run's header line, option -> value."""
+    args = header.split("args:", 1)[1].split() if "args:" in header else []
+    return dict(zip(args, args[1:]))
+
+
 def run_procs(header):
     """The processes of a run: its -g rank count under -m 1, else one."""
-    args = header.split("args:", 1)[1].split() if "args:" in header else []
-    opt = dict(zip(args, args[1:]))
+    opt = run_options(header)
     return int(opt.get("-g", 1)) if opt.get("-m") == "1" else 1
+
+
+def run_registered(header):
+    """Whether a run's buffers were registered windows (-R 1)."""
+    return run_options(header).get("-R") == "1"
 
 
 def json_rows(purlin, nccl):
     """One row per size both libraries measured, in the form of docs/perf/2xh200.json."""
     rows = []
-    for key in sorted(set(purlin) & set(nccl), key=lambda k: (k[0], k[1], k[2], k[3], k[4])):
-        mode, procs, coll, dtype, size = key
+    for key in sorted(set(purlin) & set(nccl)):
+        mode, procs, reg, coll, dtype, size = key
         p, n = purlin[key], nccl[key]
         rows.append({"coll": coll, "mode": mode, "procs": procs, "dtype": dtype, "bytes": size,
                      "purlin_us": p[0], "nccl_us": n[0], "purlin_busbw": p[1], "nccl_busbw": n[1],
-                     "purlin_wrong": p[2], "nccl_wrong": n[2], "blocks": None, "registered": False})
+                     "purlin_wrong": p[2], "nccl_wrong": n[2], "blocks": None, "registered": reg})
     return rows
 
 
@@ -87,13 +99,14 @@ def main():
     ap.add_argument("--nccl-version", default="unknown")
     a = ap.parse_args()
     purlin, nccl = parse(a.purlin), parse(a.nccl)
-    keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager", k[1], k[2], k[3], k[4]))
+    keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
     last = None
     for key in keys:
-        mode, procs, coll, dtype, size = key
-        if key[:4] != last:
-            last = key[:4]
-            print(f"\n### {coll}, {mode}, {procs} process{'es' if procs > 1 else ''} ({dtype} sum, out of place)")
+        mode, procs, reg, coll, dtype, size = key
+        if key[:5] != last:
+            last = key[:5]
+            print(f"\n### {coll}, {mode}, {procs} process{'es' if procs > 1 else ''}{', registered windows' if reg else ''}"
+                  f" ({dtype} sum, out of place)")
             print("| size (B) | Purlin us | NCCL us | Purlin busbw | NCCL busbw | time ratio P/N |")
             print("|---:|---:|---:|---:|---:|---:|")
         p, n = purlin[0].get(key), nccl[0].get(key)

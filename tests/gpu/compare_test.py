@@ -52,6 +52,21 @@ class CompareTest(unittest.TestCase):
         self.assertEqual((rows[(2, 32)]["purlin_us"], rows[(2, 32)]["nccl_us"]), (7.0, 14.0))
         self.assertIn("2 processes", text)
 
+    def test_registered_runs_are_their_own_rows(self):
+        # The same sizes plain and with registered windows (-R 1): two sets of rows.
+        plain = "-g 2 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
+        reg = plain + " -R 1"
+        purlin = run_block("purlin", "graph", plain, "allgather", [4.0, 5.0]) + \
+            run_block("purlin", "graph", reg, "allgather", [3.0, 3.5])
+        nccl = run_block("nccl", "graph", plain, "allgather", [8.0, 10.0]) + \
+            run_block("nccl", "graph", reg, "allgather", [4.0, 5.0])
+        text, doc = self.compare(purlin, nccl)
+        rows = {(r["registered"], r["bytes"]): r for r in doc["rows"]}
+        self.assertEqual(sorted(rows), [(False, 8), (False, 32), (True, 8), (True, 32)])
+        self.assertEqual((rows[(True, 8)]["purlin_us"], rows[(True, 8)]["nccl_us"]), (3.0, 4.0))
+        self.assertEqual((rows[(False, 32)]["purlin_us"], rows[(False, 32)]["nccl_us"]), (5.0, 10.0))
+        self.assertIn("registered windows", text)
+
     def test_wrong_values_are_counted(self):
         args = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
         _, doc = self.compare(run_block("purlin", "eager", args, "broadcast", [3.0], wrong=5),

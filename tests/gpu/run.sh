@@ -26,7 +26,10 @@
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests), then comm's CUDA tests
 #   perf-procs the same as perf with one process per GPU (-m 1): graph 8 B..1 MiB,
-#             eager 256 MiB (last, so a tight GPU_BUDGET_S cuts only these)
+#             eager 256 MiB
+#   perf-registered  the same with buffers from ncclMemAlloc registered as symmetric
+#             windows on both libraries (-R 1): graph 8 B..1 MiB, one process
+#             (perf-procs and perf-registered last, so a tight GPU_BUDGET_S cuts only these)
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (the
@@ -181,12 +184,18 @@ if (( t > 20 )) && [[ -x $gpu/comm.test ]]; then
   verdict gotests-comm $? "($(grep -c -- '--- PASS: TestCUDA' "$out/go-tests.log") passed)"
 else note "SKIP gotests-comm (no time or no binary)"; fi
 
-# ---------- perf-procs: one process per GPU (-m 1), Purlin and NCCL, last: it may be cut ----------
+# ---------- perf-procs: one process per GPU (-m 1), Purlin and NCCL, near the end: it may be cut ----------
 for lib in purlin nccl; do
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -m 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -m 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
 done
 perf_verdicts perf-procs
+
+# ---------- perf-registered: symmetric windows on both libraries (-R 1), last: it may be cut ----------
+for lib in purlin nccl; do
+  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -R 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+done
+perf_verdicts perf-registered
 
 # ---------- summary ----------
 {
