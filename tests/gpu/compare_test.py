@@ -23,6 +23,12 @@ def run_block(lib, mode, args, coll, times, wrong=0):
     return "".join(out)
 
 
+def two_runs(coll, args, times):
+    """Both libraries' outputs of two runs of coll: args[k] with times[lib][k]."""
+    return tuple("".join(run_block(lib, "graph", a, coll, t) for a, t in zip(args, times[lib]))
+                 for lib in ("purlin", "nccl"))
+
+
 class CompareTest(unittest.TestCase):
     def compare(self, purlin, nccl):
         with tempfile.TemporaryDirectory() as d:
@@ -41,11 +47,8 @@ class CompareTest(unittest.TestCase):
         # and sizes: two sets of rows, told apart by procs.
         one = "-g 2 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
         per_gpu = "-g 2 -m 1 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
-        purlin = run_block("purlin", "graph", one, "allreduce", [4.0, 5.0]) + \
-            run_block("purlin", "graph", per_gpu, "allreduce", [6.0, 7.0])
-        nccl = run_block("nccl", "graph", one, "allreduce", [8.0, 10.0]) + \
-            run_block("nccl", "graph", per_gpu, "allreduce", [6.0, 14.0])
-        text, doc = self.compare(purlin, nccl)
+        text, doc = self.compare(*two_runs("allreduce", [one, per_gpu], {
+            "purlin": [[4.0, 5.0], [6.0, 7.0]], "nccl": [[8.0, 10.0], [6.0, 14.0]]}))
         rows = {(r["procs"], r["bytes"]): r for r in doc["rows"]}
         self.assertEqual(sorted(rows), [(1, 8), (1, 32), (2, 8), (2, 32)])
         self.assertEqual((rows[(1, 8)]["purlin_us"], rows[(1, 8)]["nccl_us"]), (4.0, 8.0))
@@ -56,11 +59,8 @@ class CompareTest(unittest.TestCase):
         # The same sizes plain and with registered windows (-R 1): two sets of rows.
         plain = "-g 2 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
         reg = plain + " -R 1"
-        purlin = run_block("purlin", "graph", plain, "allgather", [4.0, 5.0]) + \
-            run_block("purlin", "graph", reg, "allgather", [3.0, 3.5])
-        nccl = run_block("nccl", "graph", plain, "allgather", [8.0, 10.0]) + \
-            run_block("nccl", "graph", reg, "allgather", [4.0, 5.0])
-        text, doc = self.compare(purlin, nccl)
+        text, doc = self.compare(*two_runs("allgather", [plain, reg], {
+            "purlin": [[4.0, 5.0], [3.0, 3.5]], "nccl": [[8.0, 10.0], [4.0, 5.0]]}))
         rows = {(r["registered"], r["bytes"]): r for r in doc["rows"]}
         self.assertEqual(sorted(rows), [(False, 8), (False, 32), (True, 8), (True, 32)])
         self.assertEqual((rows[(True, 8)]["purlin_us"], rows[(True, 8)]["nccl_us"]), (3.0, 4.0))
