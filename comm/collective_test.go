@@ -194,8 +194,9 @@ func TestOneThreadDrivesAllRanks(t *testing.T) {
 	}
 }
 
-// Many consecutive mixed calls on one communicator (the epoch, parity and
-// done rules across calls of different kinds and regimes).
+// Many consecutive mixed calls on one communicator (the epoch and parity
+// rules, and the greetings of pairs a V collective leaves silent, across
+// calls of different kinds and regimes).
 func TestManyMixedCalls(t *testing.T) {
 	const n = 3
 	comms := startComms(t, n, testConfig())
