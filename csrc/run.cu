@@ -44,12 +44,11 @@ enum Kind : uint8_t {
   kKindBadRef,  // a Ref outside the launch's spaces (the host checks Plans; this is the kernel's own guard)
 };
 
-/** Decoded is a batch step as the run loop reads it: its kind, its sources,
- * its bytes and the address of each Ref for either parity of the epoch, so
- * that running a step costs no Ref arithmetic. */
+/** Decoded is a batch step as the run loop reads it: its kind, its bytes and
+ * the address of each Ref for either parity of the epoch, so that running a
+ * step costs no Ref arithmetic. */
 struct Decoded {
   uint8_t kind;
-  uint8_t n;  // sources: 1 for a Copy
   uint64_t bytes;
   uint64_t dst[2];
   uint64_t src[2][kMaxSrc];
@@ -106,7 +105,6 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
       packet |= s.src[j].space == kSpacePacket;
     }
   }
-  d.n = (uint8_t)n;
   d.kind = !ok ? kKindBadRef : packet ? kKindPacket : s.verb == kCopy ? kKindCopy : kKindReduce;
 }
 
