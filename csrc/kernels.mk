@@ -3,6 +3,7 @@
 #                  atom/cuda/kernels.fatbin where go:embed (tag cudakernels) expects it
 #   make lib-cuda  build/libpurlin.so with the kernels embedded
 #   make kernels-headers  compiles every .cuh alone (each header must be standalone)
+#   make gpu-programs-check  compiles the GPU suite's C programs (tests/gpu/*.c)
 # nvcc comes from tools/nvcc.sh: $NVCC, an nvcc on PATH, or CUDA 13.0 from PyPI in .nvcc/.
 KERNEL_SRC    := $(wildcard csrc/*.cu csrc/*.cuh)
 KERNEL_FATBIN := $(BUILD)/kernels.fatbin
@@ -12,7 +13,7 @@ NVCC_FLAGS    := -std=c++17 -O3 --threads 0 -Xptxas -warn-spills \
                  -gencode arch=compute_90,code=sm_90 \
                  -gencode arch=compute_90,code=compute_90
 
-.PHONY: kernels lib-cuda kernels-headers gpu-tests
+.PHONY: kernels lib-cuda kernels-headers gpu-programs-check gpu-tests
 kernels: $(KERNEL_EMBED)
 
 $(KERNEL_FATBIN): $(KERNEL_SRC) csrc/kernels.mk
@@ -21,6 +22,15 @@ $(KERNEL_FATBIN): $(KERNEL_SRC) csrc/kernels.mk
 
 $(KERNEL_EMBED): $(KERNEL_FATBIN)
 	cp $< $@
+
+# gpu-programs-check: the GPU suite's C programs (tests/gpu/*.c) compile against
+# Purlin's headers and CUDA's (from nvcc's install), so a change that breaks
+# one shows here, not on the GPU machine.
+gpu-programs-check:
+	@cuda_inc="$$(dirname "$$(dirname "$$(tools/nvcc.sh)")")/include"; \
+	for c in tests/gpu/*.c; do \
+	  $(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -Iinclude -I"$$cuda_inc" -c -o /dev/null "$$c" || exit 1; \
+	done
 
 kernels-headers:
 	@for h in csrc/*.cuh; do \

@@ -6,7 +6,7 @@
 # PURLIN_TEST_VERBOSE=1 also prints it as it runs.
 #   suites: go-vet, go-test (go test -race ./...), go-fuzz (each Fuzz test of
 #   comm, the decoders of what peers send, for PURLIN_FUZZ_TIME, 5s), kernels (make kernels
-#   and make kernels-headers: nvcc from PyPI), c (tests/c), abi (tests/abi), python (pytest python/tests),
+#   and make kernels-headers: nvcc from PyPI; make gpu-programs-check: tests/gpu/*.c compile), c (tests/c), abi (tests/abi), python (pytest python/tests),
 #   diff (tests/diff: random programs against the float64 reference), install
 #   (make install, then examples/cpp built with pkg-config and with CMake),
 #   bench (tools/perfplot.py's and tests/gpu/compare.py's tests, then make bench: its verdict and plot),
@@ -56,7 +56,7 @@ suite_go_fuzz() {
 
 suite_kernels() {
   local passed=0 failed=0 target
-  for target in kernels kernels-headers; do # the fatbin; each header compiled alone
+  for target in kernels kernels-headers gpu-programs-check; do # the fatbin; each header alone; the GPU suite's C
     if $make --no-print-directory "$target"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   done
   note "kernels: $passed passed, $failed failed"

@@ -1,7 +1,8 @@
 # tests/gpu/build-perf.sh: sourced by the GPU suites (run.sh, extended.sh) on the
 # GPU machine: builds purlin-perf against Purlin ($bin/perf-purlin) and against
-# the machine's NCCL ($bin/perf-nccl), memalloc_e2e, peerdeath, and purlin-perf's
-# staging test ($bin/perf-staging-test). Needs $root, $gpu,
+# the machine's NCCL ($bin/perf-nccl), memalloc_e2e, peerdeath, purlin-perf's
+# staging test ($bin/perf-staging-test), and callpath on each library
+# ($bin/callpath-purlin, $bin/callpath-nccl). Needs $root, $gpu,
 # $bin and $out set; appends its log to $out/env.log and leaves $? as the
 # build's status.
 cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
@@ -26,5 +27,9 @@ cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
     "$root/cmd/purlin-perf/backend_cuda.c" -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" \
     -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread &&
   gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/peerdeath" "$root/tests/gpu/peerdeath.c" \
-    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")"
+    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" &&
+  gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/callpath-purlin" "$root/tests/gpu/callpath.c" \
+    -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -ldl &&
+  gcc -O2 -DREAL_NCCL -I"$nccl_inc" -I"$cuda_home/include" -o "$bin/callpath-nccl" "$root/tests/gpu/callpath.c" \
+    -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -ldl
 ) >>"$out/env.log" 2>&1

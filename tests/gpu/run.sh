@@ -14,6 +14,8 @@
 #             downloads are ordered with its streams (else it flags NCCL itself)
 #   peerdeath tests/gpu/peerdeath.c: init/AllReduce/destroy rounds polling async
 #             errors (PEERDEATH_ROUNDS, default 20), and a peer's abort (log: e2e.log)
+#   callpath  tests/gpu/callpath.c on Purlin and on NCCL: a library's own host time
+#             per eager call (issue time minus a bare launch's; log: e2e.log)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1, one process driving every GPU (eager
 #             8 B..1 GiB for allreduce and allgather, 8 B..512 MiB for the rest;
@@ -97,6 +99,16 @@ if (( t > 0 )) && [[ -x $bin/peerdeath ]]; then
   verdict peerdeath $? "($(sed -n '/^## peerdeath/,$p' "$out/e2e.log" | grep -c ^PASS) checks passed)"
   sed -n '/^## peerdeath/,$p' "$out/e2e.log" | grep -E "^FAIL" | head -5 | tee -a "$summary"
 else note "SKIP peerdeath"; fi
+
+# ---------- callpath: the host's time per eager call, the launch excluded ----------
+t=$(left 60)
+if (( t > 0 )) && [[ -x $bin/callpath-purlin ]]; then
+  cs=0
+  for lib in purlin nccl; do
+    { echo "## callpath $lib"; timeout "$t" "$bin/callpath-$lib"; } >>"$out/e2e.log" 2>&1 || cs=1
+  done
+  verdict callpath $cs "($(grep -h 'own host time' "$out/e2e.log" | sed 's/^callpath: //' | paste -sd ';' -))"
+else note "SKIP callpath"; fi
 
 # ---------- perf: the same program on Purlin and on NCCL ----------
 big=(allreduce allgather)
