@@ -65,6 +65,22 @@ type Rank interface {
 	Close() error
 }
 
+// Window is one registered buffer of every rank, as one rank addresses it:
+// Peers()[q] is rank q's buffer; Close unmaps the peers' buffers.
+type Window interface {
+	Peers() []uintptr
+	Close() error
+}
+
+// WindowMapper is the optional part of a Rank whose Atom can make a buffer
+// of every rank addressable from this one (ncclCommWindowRegister). MapWindow
+// is collective over ex: every rank passes its own buffer, of one size on
+// every rank, and when any rank fails every rank returns an error and none
+// keeps a window.
+type WindowMapper interface {
+	MapWindow(ex Exchange, buff uintptr, size uint64) (Window, error)
+}
+
 // Exchange is the bootstrap an Atom uses to set up symmetric memory. comm
 // provides it, in one process or across processes on one host.
 type Exchange interface {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"purlin/atom"
 	"purlin/errs"
 )
 
@@ -13,7 +14,7 @@ import (
 // collective: every rank of a communicator registers a buffer of the same
 // size, aligned to WindowAlignment (NCCL_WIN_REQUIRED_ALIGNMENT); comm
 // checks that through the bootstrap, naming the rank that differs, then
-// asks the Atom to make every rank's buffer addressable here (window_atoms.go).
+// asks the Atom to make every rank's buffer addressable here (mapWindow).
 // The result is an opaque handle from a registry (never a Go pointer); a
 // stale or foreign handle is an error, never a crash. The mappings live
 // until WindowDeregister or the communicator's Destroy, both local: each
@@ -43,12 +44,6 @@ const (
 	WindowAlignment = 4096
 )
 
-// peerView is an Atom's mapping of every rank's window buffer.
-type peerView interface {
-	Peers() []uintptr
-	Close() error
-}
-
 // window is one registration on one rank.
 type window struct {
 	handle uintptr
@@ -60,9 +55,9 @@ type window struct {
 	ready  chan struct{} // closed when the registration finished, well or not
 
 	mu      sync.Mutex
-	err     error    // the registration's outcome; guarded by mu
-	view    peerView // nil until registered and after release; guarded by mu
-	leaving bool     // a deregistration was issued; guarded by mu
+	err     error       // the registration's outcome; guarded by mu
+	view    atom.Window // nil until registered and after release; guarded by mu
+	leaving bool        // a deregistration was issued; guarded by mu
 }
 
 // windowTag marks window handles so they never look like communicators'.
@@ -216,7 +211,7 @@ func (w *window) release() error {
 }
 
 // finish records the registration's outcome; a failed window's handle dies.
-func (w *window) finish(view peerView, err error) error {
+func (w *window) finish(view atom.Window, err error) error {
 	w.mu.Lock()
 	w.err = err
 	live := true
@@ -253,3 +248,14 @@ func (w *window) waitReady() error {
 
 // windowLE is the byte order of window records.
 var windowLE = binary.LittleEndian
+
+// mapWindow asks c's Atom to make every rank's window buffer addressable
+// on this rank (atom.WindowMapper, which an Atom implements or not). It is
+// collective over c's bootstrap; on failure every rank fails.
+func mapWindow(c *Comm, buff uintptr, size uint64) (atom.Window, error) {
+	m, ok := c.dp.(atom.WindowMapper)
+	if !ok {
+		return nil, errs.New(errs.ErrUnsupported, "CommWindowRegister: the %s Atom has no windows", c.atomName)
+	}
+	return m.MapWindow(c.boot, buff, size)
+}

@@ -96,13 +96,16 @@ func (b userBuffer) release() {
 // allocation, as from ncclMemAlloc; equal sizes, checked by the caller) and
 // gets every rank's buffer addressable from this rank's device. When any
 // rank fails, every rank returns an error naming it, and none keeps a window.
-func (r *Rank) MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) {
+func (r *Rank) MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (atom.Window, error) {
 	var w *UserWindow
 	err := inContext(r.ctx, func() (err error) {
 		w, err = r.mapWindow(ex, ptr, size)
 		return err
 	})
-	return w, err
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func (r *Rank) mapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) {

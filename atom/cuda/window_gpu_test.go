@@ -18,7 +18,11 @@ func mapWindows(ranks []*gpuRank, bufs []uintptr, size uint64) ([]*UserWindow, [
 	errList := make([]error, len(ranks))
 	var wg sync.WaitGroup
 	for r, g := range ranks {
-		wg.Go(func() { wins[r], errList[r] = g.MapWindow(ex[r], bufs[r], size) })
+		wg.Go(func() {
+			w, err := g.MapWindow(ex[r], bufs[r], size)
+			wins[r], _ = w.(*UserWindow)
+			errList[r] = err
+		})
 	}
 	wg.Wait()
 	return wins, errList

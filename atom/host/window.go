@@ -46,13 +46,23 @@ func (w *UserWindow) Close() error {
 const windowRecordBytes = 8 * 4
 
 // MapWindow is collective over ex: every rank passes its buffer (equal
-// sizes, checked by the caller) and gets every rank's buffer mapped here.
+// sizes, checked by the caller) and gets every rank's buffer mapped here
+// (see mapUserWindow).
+func (r *Rank) MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (atom.Window, error) {
+	w, err := mapUserWindow(ex, ptr, size)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// mapUserWindow maps every rank's buffer here.
 // When all ranks share this process the pointers are used as they are;
 // otherwise every buffer must come from AllocShared (purlinMemAlloc), and
 // a rank whose buffer does not makes every rank fail with an error naming
 // it. Every rank returns an error when any rank failed, so no rank keeps a
 // window its peers do not have.
-func MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) {
+func mapUserWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindow, error) {
 	fd, offset, allocSize, shareable, localErr := sharedRegion(ptr, size)
 	if fd >= 0 {
 		defer unix.Close(fd)

@@ -63,7 +63,7 @@ func mapAll(n int, bufs []uintptr, size uint64) ([]*UserWindow, []error) {
 	errList := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Go(func() { wins[r], errList[r] = MapWindow(exs[r], bufs[r], size) })
+		wg.Go(func() { wins[r], errList[r] = mapUserWindow(exs[r], bufs[r], size) })
 	}
 	wg.Wait()
 	return wins, errList
