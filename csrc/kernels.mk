@@ -3,7 +3,7 @@
 #                  atom/cuda/kernels.fatbin where go:embed (tag cudakernels) expects it
 #   make lib-cuda  build/libpurlin.so with the kernels embedded
 #   make kernels-headers  compiles every .cuh alone (each header must be standalone)
-#   make gpu-programs-check  compiles the GPU suite's C programs (tests/gpu/*.c)
+#   make gpu-programs-check  compiles the GPU suite's programs (tests/gpu/*.c, stepbench.cu)
 # nvcc comes from tools/nvcc.sh: $NVCC, an nvcc on PATH, or CUDA 13.0 from PyPI in .nvcc/.
 KERNEL_SRC    := $(wildcard csrc/*.cu csrc/*.cuh)
 KERNEL_FATBIN := $(BUILD)/kernels.fatbin
@@ -24,13 +24,15 @@ $(KERNEL_EMBED): $(KERNEL_FATBIN)
 	cp $< $@
 
 # gpu-programs-check: the GPU suite's C programs (tests/gpu/*.c) compile against
-# Purlin's headers and CUDA's (from nvcc's install), so a change that breaks
-# one shows here, not on the GPU machine.
+# Purlin's headers and CUDA's (from nvcc's install), and tests/gpu/stepbench.cu
+# against the kernel's sources, so a change that breaks one shows here, not on
+# the GPU machine.
 gpu-programs-check:
 	@cuda_inc="$$(dirname "$$(dirname "$$(tools/nvcc.sh)")")/include"; \
 	for c in tests/gpu/*.c; do \
 	  $(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -Iinclude -I"$$cuda_inc" -c -o /dev/null "$$c" || exit 1; \
 	done
+	"$$(tools/nvcc.sh)" -std=c++17 -O3 --threads 0 -arch=sm_90 -Icsrc -c -o /dev/null tests/gpu/stepbench.cu
 
 kernels-headers:
 	@for h in csrc/*.cuh; do \

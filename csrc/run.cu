@@ -32,6 +32,13 @@
  */
 #include "purlin.cuh"
 
+/** PURLIN_TRACE(i, k): where a measuring build (tests/gpu/stepbench.cu)
+ * times step i: k = 0 as the step begins, 1 once the barrier before it is
+ * passed, 2 when it is done. Nothing in the library's build. */
+#ifndef PURLIN_TRACE
+#define PURLIN_TRACE(i, k)
+#endif
+
 namespace purlin {
 
 /** Kind is what a step is to the run loop, worked out once per batch (decodeBatch). */
@@ -277,6 +284,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
       __syncthreads();
       fenced = true;
     }
+    PURLIN_TRACE(i, 0);
     const Decoded& d = dec[i - first];
     const uint8_t kind = d.kind;
     if (kind == kKindAdvance) {  // the next call of a merged group on this channel
@@ -286,6 +294,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
     }
     if (!fenced) __syncthreads();
     fenced = true;
+    PURLIN_TRACE(i, 1);
     const Step& s = batch[i - first];
     uint32_t n = 1;
     if (kind == kKindSignal) {
@@ -305,6 +314,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
       runStep(L, s, d, epoch);
       fenced = false;
     }
+    PURLIN_TRACE(i, 2);
     i += n;
   }
   // Later launches of this rank read the epochs only after this one ends.

@@ -1,0 +1,185 @@
+/*
+ * stepbench.cu: where the time of a kernel step goes, on one GPU.
+ *
+ * Builds Purlin's kernel (csrc/run.cu) with PURLIN_TRACE defined to read the
+ * SM clock at three points of every step (begin, after the barrier before
+ * it, done), then runs synthetic one-block Plans on GPU 0 and prints, per
+ * Plan, the time a launch takes (100 launches in a CUDA graph) and the
+ * median cycles of a step's parts:
+ *   copies   33 Copy steps of 16 bytes, send -> recv
+ *   packets  16 pairs of a Copy of 16 bytes into this GPU's own packet
+ *            window and a Reduce of the input with those packets (float sum),
+ *            the shape of a small AllReduce's steps without a peer
+ * and, as the floor, a plain kernel that copies 16 bytes and passes a
+ * barrier 33 times. No peer and no other GPU: flags and waits are not timed.
+ *
+ *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+__device__ long long traceClock[64][3];
+#define PURLIN_TRACE(i, k)                                       \
+  do {                                                           \
+    if (threadIdx.x == 0 && (i) < 64) traceClock[i][k] = clock64(); \
+  } while (0)
+#include "run.cu"
+
+#define MUST(call)                                                                \
+  do {                                                                            \
+    cudaError_t e_ = (call);                                                      \
+    if (e_ != cudaSuccess) {                                                      \
+      printf("FAIL %s: %s\n", #call, cudaGetErrorString(e_));                     \
+      exit(1);                                                                    \
+    }                                                                             \
+  } while (0)
+
+namespace {
+
+constexpr int kCopies = 33, kPairs = 16, kLaunches = 100, kReps = 10;
+
+__global__ void floorKernel(const uint4* src, uint4* dst, int n) {
+  for (int k = 0; k < n; k++) {
+    if (threadIdx.x == 0) dst[k] = src[k];
+    __syncthreads();
+  }
+}
+
+Ref ref(uint8_t space, uint64_t off, uint64_t half = 0) {
+  Ref r;
+  memset(&r, 0, sizeof r);
+  r.space = space, r.off = off, r.half = half;
+  return r;
+}
+
+Step copyStep(Ref dst, Ref src, uint64_t bytes) {
+  Step s;
+  memset(&s, 0, sizeof s);
+  s.verb = kCopy, s.bytes = bytes, s.dst = dst, s.src[0] = src, s.delta = 1, s.check = 0x5eed;
+  return s;
+}
+
+/* usPerLaunch times kLaunches launches captured in a graph, kReps replays. */
+template <typename F>
+float usPerLaunch(cudaStream_t s, F launch) {
+  for (int i = 0; i < 10; i++) launch();
+  MUST(cudaStreamSynchronize(s));
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  MUST(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kLaunches; i++) launch();
+  MUST(cudaStreamEndCapture(s, &g));
+  MUST(cudaGraphInstantiate(&ge, g, 0));
+  MUST(cudaGraphLaunch(ge, s));
+  MUST(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  MUST(cudaEventCreate(&a));
+  MUST(cudaEventCreate(&b));
+  MUST(cudaEventRecord(a, s));
+  for (int r = 0; r < kReps; r++) MUST(cudaGraphLaunch(ge, s));
+  MUST(cudaEventRecord(b, s));
+  MUST(cudaStreamSynchronize(s));
+  float ms = 0;
+  MUST(cudaEventElapsedTime(&ms, a, b));
+  MUST(cudaGraphExecDestroy(ge));
+  MUST(cudaGraphDestroy(g));
+  return ms * 1000.f / (kLaunches * kReps);
+}
+
+long long median(std::vector<long long> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  MUST(cudaSetDevice(0));
+  int clockKHz = 0;
+  MUST(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
+  void *send, *recv, *packets, *steps, *workers, *fill, *epochs, *abortWord, *status;
+  MUST(cudaMalloc(&send, 4096));
+  MUST(cudaMalloc(&recv, 4096));
+  MUST(cudaMalloc(&packets, 1 << 16));
+  MUST(cudaMemset(send, 1, 4096));
+  MUST(cudaMemset(packets, 0, 1 << 16));
+  MUST(cudaMalloc(&steps, 64 * sizeof(Step)));
+  MUST(cudaMalloc(&workers, sizeof(Worker)));
+  MUST(cudaMalloc(&fill, 2));
+  MUST(cudaMalloc(&epochs, (kNumEpochs + 1) * 8));
+  MUST(cudaMemset(epochs, 0, (kNumEpochs + 1) * 8));
+  MUST(cudaHostAlloc(&abortWord, 64, cudaHostAllocMapped));
+  MUST(cudaHostAlloc(&status, 64, cudaHostAllocMapped));
+  memset(abortWord, 0, 64);
+  memset(status, 0, 64);
+  cudaStream_t s;
+  MUST(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  Launch L;
+  memset(&L, 0, sizeof L);
+  L.steps = (uint64_t)steps, L.workers = (uint64_t)workers, L.fill = (uint64_t)fill, L.epochs = (uint64_t)epochs;
+  L.abortFlag = (uint64_t)abortWord, L.status = (uint64_t)status, L.timeoutNs = 1000000000ull;
+  L.dtype = kFloat32, L.op = kSum, L.nranks = 1, L.rank = 0;
+  L.send[0] = (uint64_t)send, L.recv[0] = (uint64_t)recv, L.peers.packet[0] = (uint64_t)packets;
+
+  struct Plan {
+    const char* name;
+    std::vector<Step> steps;
+  } plans[3];
+  plans[0].name = "one copy";
+  plans[0].steps.push_back(copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), 16));
+  plans[1].name = "copies";
+  for (int k = 0; k < kCopies; k++)
+    plans[1].steps.push_back(copyStep(ref(kSpaceRecv, 16 * k), ref(kSpaceSend, 16 * k), 16));
+  plans[2].name = "packets";
+  for (int k = 0; k < kPairs; k++) {
+    const uint64_t half = 1 << 15;  // the packet window's other half
+    plans[2].steps.push_back(copyStep(ref(kSpacePacket, 64 * k, half), ref(kSpaceSend, 16 * k), 16));
+    Step r = copyStep(ref(kSpaceRecv, 16 * k), ref(kSpaceSend, 16 * k), 16);
+    r.verb = kReduce, r.nsrc = 2, r.src[1] = ref(kSpacePacket, 64 * k, half);
+    plans[2].steps.push_back(r);
+  }
+
+  printf("stepbench: GPU 0 at %d MHz; times per launch (graph of %d, %d replays); cycles per step (median)\n",
+         clockKHz / 1000, kLaunches, kReps);
+  for (const Plan& p : plans) {
+    const uint32_t n = (uint32_t)p.steps.size();
+    MUST(cudaMemcpy(steps, p.steps.data(), n * sizeof(Step), cudaMemcpyHostToDevice));
+    Worker w = {0, 0, 0, n};
+    uint16_t one = 1;
+    MUST(cudaMemcpy(workers, &w, sizeof w, cudaMemcpyHostToDevice));
+    MUST(cudaMemcpy(fill, &one, 2, cudaMemcpyHostToDevice));
+    const float us = usPerLaunch(s, [&] { purlin_run<<<1, kThreads, 0, s>>>(L); });
+    if (*(volatile uint64_t*)status != 0) {
+      printf("FAIL %s: the kernel reported status %#llx\n", p.name, (unsigned long long)*(volatile uint64_t*)status);
+      return 1;
+    }
+    long long t[64][3];
+    purlin_run<<<1, kThreads, 0, s>>>(L);
+    MUST(cudaStreamSynchronize(s));
+    MUST(cudaMemcpyFromSymbol(t, traceClock, sizeof t));
+    for (int verb = 0; verb < 2; verb++) {
+      std::vector<long long> fence, body, next;
+      for (uint32_t i = 0; i < n && i < 64; i++) {
+        if (p.steps[i].verb != verb) continue;
+        fence.push_back(t[i][1] - t[i][0]);
+        body.push_back(t[i][2] - t[i][1]);
+        if (i + 1 < n && i + 1 < 64) next.push_back(t[i + 1][0] - t[i][2]);
+      }
+      if (body.empty()) continue;
+      printf("stepbench: %-8s %2u steps, %7.3f us a launch; a %s step: %lld cycles to its barrier, %lld in it, "
+             "%lld to the next\n",
+             p.name, n, us, verb == kCopy ? "Copy" : "Reduce", median(fence), median(body), median(next));
+    }
+  }
+  for (int n : {1, kCopies}) {
+    const float us = usPerLaunch(s, [&] { floorKernel<<<1, kThreads, 0, s>>>((const uint4*)send, (uint4*)recv, n); });
+    printf("stepbench: floor    %2d copies of 16 B with a barrier each in a plain kernel: %7.3f us a launch\n", n, us);
+  }
+  return 0;
+}
