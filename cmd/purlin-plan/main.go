@@ -1,0 +1,161 @@
+// Command purlin-plan prints the Plans SNAC derives for a collective on the
+// CUDA Atom's topology (its defaults, and the PURLIN_* settings that shape
+// Plans), without a GPU: for each size, the regime, the thread blocks one
+// rank uses and the steps of its first block; with -steps, every step of
+// that block.
+//
+//	purlin-plan [-ranks 2] [-rank 0] [-type float32] [-from 8] [-to 1G] [-factor 4] [-steps] COLLECTIVE
+//
+// Sizes are nccl-tests' (the largest buffer of a rank, in bytes), so rows
+// line up with purlin-perf's. COLLECTIVE is one of allreduce, allgather,
+// reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"purlin/atom/cuda"
+	"purlin/snac"
+	"purlin/spec"
+)
+
+type options struct {
+	coll             string
+	ranks, rank      int
+	dtype            spec.DataType
+	from, to, factor uint64
+	steps            bool
+}
+
+var collectives = map[string]spec.Collective{
+	"allreduce": spec.AllReduce, "allgather": spec.AllGather, "reducescatter": spec.ReduceScatter,
+	"alltoall": spec.AllToAll, "broadcast": spec.Broadcast, "reduce": spec.Reduce, "gather": spec.Gather,
+	"scatter": spec.Scatter, "sendrecv": spec.SendRecv,
+}
+
+func main() {
+	o, err := parse(os.Args[1:])
+	if err == nil {
+		err = report(os.Stdout, o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "purlin-plan:", err)
+		os.Exit(2)
+	}
+}
+
+func parse(args []string) (options, error) {
+	fs := flag.NewFlagSet("purlin-plan", flag.ContinueOnError)
+	o := options{}
+	fs.IntVar(&o.ranks, "ranks", 2, "ranks of the communicator (1-8)")
+	fs.IntVar(&o.rank, "rank", 0, "the rank whose Plan is printed")
+	dtype := fs.String("type", "float32", "element type")
+	from := fs.String("from", "8", "smallest size (K, M, G: binary units)")
+	to := fs.String("to", "1G", "largest size")
+	fs.Uint64Var(&o.factor, "factor", 4, "size step")
+	fs.BoolVar(&o.steps, "steps", false, "print every step of the first block")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() != 1 {
+		return o, errors.New("name one collective")
+	}
+	o.coll = strings.ToLower(fs.Arg(0))
+	if _, ok := collectives[o.coll]; !ok {
+		return o, fmt.Errorf("unknown collective %q", fs.Arg(0))
+	}
+	o.dtype = -1
+	for t := range spec.NumTypes {
+		if t.String() == *dtype {
+			o.dtype = t
+		}
+	}
+	var err error
+	switch {
+	case o.dtype < 0:
+		return o, fmt.Errorf("unknown type %q", *dtype)
+	case o.ranks < 1 || o.ranks > snac.MaxRanks || o.rank < 0 || o.rank >= o.ranks:
+		return o, fmt.Errorf("rank %d of %d ranks (1-%d)", o.rank, o.ranks, snac.MaxRanks)
+	case o.factor < 2:
+		return o, errors.New("-factor must be at least 2")
+	}
+	if o.from, err = size(*from); err == nil {
+		o.to, err = size(*to)
+	}
+	return o, err
+}
+
+// size parses a byte count with an optional K, M or G (binary) suffix.
+func size(s string) (uint64, error) {
+	mult := uint64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult = 1 << 10
+	case strings.HasSuffix(s, "M"):
+		mult = 1 << 20
+	case strings.HasSuffix(s, "G"):
+		mult = 1 << 30
+	}
+	v, err := strconv.ParseUint(strings.TrimRight(s, "KMG"), 10, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
+}
+
+// call is rank o.rank's call of nccl-tests size bytes: its count is per rank
+// where the buffer holds one slice per rank. A SendRecv sends to the next
+// rank (the Plan of its receive is the other half).
+func call(o options, bytes uint64) *spec.Call {
+	c := &spec.Call{Coll: collectives[o.coll], Type: o.dtype, Op: spec.Op{Kind: spec.Sum}, Rank: o.rank, NRanks: o.ranks,
+		Send: 1 << 40, Recv: 2 << 40}
+	c.Count = bytes / uint64(o.dtype.Size())
+	switch c.Coll {
+	case spec.AllGather, spec.ReduceScatter, spec.AllToAll, spec.Gather, spec.Scatter:
+		c.Count /= uint64(o.ranks)
+	case spec.SendRecv:
+		c.Peer, c.IsSend = (o.rank+1)%o.ranks, true
+	}
+	return c
+}
+
+func report(w io.Writer, o options) error {
+	topo := cuda.Topology(o.ranks, o.rank)
+	fmt.Fprintf(w, "# %s, %s, rank %d of %d; stage half %d, point-to-point half %d, packets to %d, chunks to %d, blocks to %d\n",
+		o.coll, o.dtype, o.rank, o.ranks, topo.StageHalf, topo.P2PHalf, topo.PacketMax, topo.ChunkMax, topo.Workers)
+	fmt.Fprintf(w, "# %12s  %-8s  %6s  %s\n", "bytes", "regime", "blocks", "steps of block 0")
+	for bytes := o.from; bytes <= o.to; bytes *= o.factor {
+		c := call(o, bytes)
+		if c.Count == 0 {
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		p, err := snac.Build(c, topo)
+		if err != nil {
+			return err
+		}
+		var first []snac.Step
+		if len(p.Workers) > 0 {
+			first = p.WorkerSteps(0)
+		}
+		fmt.Fprintf(w, "%14d  %-8s  %6d  %d\n", bytes, p.Regime, len(p.Workers), len(first))
+		if o.steps {
+			for _, s := range first {
+				fmt.Fprintf(w, "    %-7s bytes %d sources %d peer %d slot %d delta %d dst %+v src0 %+v\n",
+					s.Verb, s.Bytes, s.NSrc, s.Peer, s.Slot, s.Delta, s.Dst, s.Src[0])
+			}
+		}
+		if bytes > o.to/o.factor {
+			break
+		}
+	}
+	return nil
+}

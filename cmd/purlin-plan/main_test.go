@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/config"
+)
+
+func rows(t *testing.T, args ...string) [][]string {
+	t.Helper()
+	o, err := parse(args)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, report(&out, o))
+	var r [][]string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0][0] >= '0' && f[0][0] <= '9' {
+			r = append(r, f) // a size's row; not a comment or a step
+		}
+	}
+	return r
+}
+
+// TestRegimesAndBlocks: the smallest AllReduce is one block of packets, the
+// largest a staged regime on every block; rows follow -from, -to, -factor.
+func TestRegimesAndBlocks(t *testing.T) {
+	for _, v := range []string{"PURLIN_PACKET_BYTES", "PURLIN_STAGE_BYTES", "PURLIN_P2P_BYTES", "PURLIN_CHUNK_BYTES", "PURLIN_MAX_CTAS", "NCCL_MAX_CTAS"} {
+		t.Setenv(v, "")
+	}
+	config.Reload()
+	t.Cleanup(func() { config.Reload() })
+	r := rows(t, "-from", "16", "-to", "1G", "-factor", "4", "allreduce")
+	require.Len(t, r, 14) // 16 B, 64 B, ... 1 GiB
+	require.Equal(t, []string{"16", "packet", "1", "2"}, r[0])
+	last := r[len(r)-1]
+	require.Equal(t, "1073741824", last[0])
+	require.NotEqual(t, "packet", last[1])
+	require.Equal(t, "32", last[2])
+
+	// Per-rank counts: an AllGather of 8 bytes over 4 ranks is 2 bytes a rank
+	// in int8: packets to each of 3 peers, the local copy, a copy from each.
+	r = rows(t, "-ranks", "4", "-type", "int8", "-from", "8", "-to", "8", "allgather")
+	require.Equal(t, [][]string{{"8", "packet", "1", "7"}}, r)
+
+	// -steps lists block 0's steps under its row.
+	o, err := parse([]string{"-from", "8", "-to", "8", "-steps", "sendrecv"})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, report(&out, o))
+	require.Contains(t, out.String(), "    wait ")
+	require.Contains(t, out.String(), "    copy ")
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{}, {"allreduce", "allgather"}, {"nosuch"}, {"-type", "float7", "allreduce"},
+		{"-ranks", "9", "allreduce"}, {"-rank", "2", "allreduce"}, {"-from", "0", "allreduce"},
+		{"-to", "1X", "allreduce"}, {"-factor", "1", "allreduce"},
+	} {
+		_, err := parse(args)
+		require.Error(t, err, "%q", args)
+	}
+}
