@@ -51,12 +51,11 @@ enum Kind : uint8_t {
   kKindBadRef,  // a Ref outside the launch's spaces (the host checks Plans; this is the kernel's own guard)
 };
 
-/** Decoded is a batch step as the run loop reads it: its kind, its bytes and
- * the address of each Ref for either parity of the epoch, so that running a
+/** Decoded is a batch step as the run loop reads it: its kind and the
+ * address of each Ref for either parity of the epoch, so that running a
  * step costs no Ref arithmetic. */
 struct Decoded {
   uint8_t kind;
-  uint64_t bytes;
   uint64_t dst[2];
   uint64_t src[2][kMaxSrc];
 };
@@ -97,7 +96,6 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
   if (k >= held) return;
   const Step& s = batch[k];
   Decoded& d = dec[k];
-  d.bytes = s.bytes;
   if (s.verb == kAdvance || s.verb == kNotify || s.verb == kWait) {
     d.kind = s.verb == kAdvance ? kKindAdvance : kKindSignal;
     return;
@@ -184,7 +182,7 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
   const bool packet = d.kind == kKindPacket;
   if (s.verb == kCopy) {
     if (!packet) {
-      copyPlain(d.dst[p], d.src[p][0], d.bytes);
+      copyPlain(d.dst[p], d.src[p][0], s.bytes);
       return kStatusOK;
     }
     return move(L, s, epoch, true, d.dst[p], d.src[p], 1, NoReducer{});
@@ -223,7 +221,7 @@ __device__ __forceinline__ void stop(volatile uint64_t* broken) {
   if (threadIdx.x == 0) *broken = 1;
 }
 
-/** kBatch: the steps a block holds in shared memory at once (7.75 KiB, and 5 KiB decoded). */
+/** kBatch: the steps a block holds in shared memory at once (7.75 KiB, and 4.75 KiB decoded). */
 constexpr uint32_t kBatch = 32;
 
 /** loadBatch copies steps [from, from+n) of the worker at steps into batch,

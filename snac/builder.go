@@ -36,6 +36,17 @@ func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
 		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
 }
 
+// others are the ranks other than this one, in rank order.
+func (b *builder) others() []int {
+	r := make([]int, 0, b.n)
+	for q := range b.n {
+		if q != b.me {
+			r = append(r, q)
+		}
+	}
+	return r
+}
+
 // channel is this rank's channel for the Plan's workers.
 func (b *builder) channel() uint16 {
 	switch {

@@ -29,14 +29,3 @@ func (b *builder) doneTail(p *Plan, w int) {
 	}
 	p.Steps = append(p.Steps, Step{Verb: Notify, Peer: uint8(b.peer), Slot: FlagSlot(SendChannel(b.me), FlagDone, b.me, 0), Delta: EpochAdvance, Check: DoneCheck})
 }
-
-// others are the ranks other than this one, in rank order.
-func (b *builder) others() []int {
-	r := make([]int, 0, b.n)
-	for q := range b.n {
-		if q != b.me {
-			r = append(r, q)
-		}
-	}
-	return r
-}

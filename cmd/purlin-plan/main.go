@@ -26,17 +26,11 @@ import (
 )
 
 type options struct {
-	coll             string
+	coll             spec.Collective
 	ranks, rank      int
 	dtype            spec.DataType
 	from, to, factor uint64
 	steps            bool
-}
-
-var collectives = map[string]spec.Collective{
-	"allreduce": spec.AllReduce, "allgather": spec.AllGather, "reducescatter": spec.ReduceScatter,
-	"alltoall": spec.AllToAll, "broadcast": spec.Broadcast, "reduce": spec.Reduce, "gather": spec.Gather,
-	"scatter": spec.Scatter, "sendrecv": spec.SendRecv,
 }
 
 func main() {
@@ -66,9 +60,17 @@ func parse(args []string) (options, error) {
 	if fs.NArg() != 1 {
 		return o, errors.New("name one collective")
 	}
-	o.coll = strings.ToLower(fs.Arg(0))
-	if _, ok := collectives[o.coll]; !ok {
+	o.coll = spec.NumCollectives
+	for c := range spec.NumCollectives {
+		if strings.EqualFold(c.String(), fs.Arg(0)) {
+			o.coll = c
+		}
+	}
+	switch o.coll {
+	case spec.NumCollectives:
 		return o, fmt.Errorf("unknown collective %q", fs.Arg(0))
+	case spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV:
+		return o, fmt.Errorf("%s needs counts per rank, which purlin-plan does not take", o.coll)
 	}
 	o.dtype = -1
 	for t := range spec.NumTypes {
@@ -113,7 +115,7 @@ func size(s string) (uint64, error) {
 // where the buffer holds one slice per rank. A SendRecv sends to the next
 // rank (the Plan of its receive is the other half).
 func call(o options, bytes uint64) *spec.Call {
-	c := &spec.Call{Coll: collectives[o.coll], Type: o.dtype, Op: spec.Op{Kind: spec.Sum}, Rank: o.rank, NRanks: o.ranks,
+	c := &spec.Call{Coll: o.coll, Type: o.dtype, Op: spec.Op{Kind: spec.Sum}, Rank: o.rank, NRanks: o.ranks,
 		Send: 1 << 40, Recv: 2 << 40}
 	c.Count = bytes / uint64(o.dtype.Size())
 	switch c.Coll {
