@@ -4,9 +4,9 @@
  *
  * Flags are never cleared: a Notify raises a peer's flag to epoch+delta and a
  * Wait is satisfied by any value >= its target, so a peer that is a call
- * ahead never un-satisfies us. Check words sit beside the flags, indexed
- * slot*2 + (epoch&1), because a peer may already be one call ahead when we
- * read ours.
+ * ahead never un-satisfies us. A slot is two 16-byte pairs {flag, check},
+ * one per parity of the call a value belongs to (snac.SignalIndex), so a
+ * flag and its check word travel in one store and are read in one load.
  */
 #pragma once
 #include <stdint.h>
@@ -40,7 +40,7 @@ constexpr uint32_t kAllRanks = (1u << kMaxRanks) - 1;
 
 /* ---------- ordered loads and stores (system scope: peers and the host) ---------- */
 
-/** loadRelaxed: no ordering; for polling only. */
+/** loadRelaxed: no ordering; for polling only (Notify and Wait order their own). */
 __device__ __forceinline__ uint64_t loadRelaxed(uint64_t addr) {
   uint64_t v;
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
@@ -50,22 +50,6 @@ __device__ __forceinline__ uint32_t loadRelaxed32(uint64_t addr) {
   uint32_t v;
   asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(addr) : "memory");
   return v;
-}
-/** loadAcquire: later loads of this thread (and of its block, after a
- * barrier) see every write the releasing peer made before its release. */
-__device__ __forceinline__ uint64_t loadAcquire(uint64_t addr) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-  return v;
-}
-/** storeRelaxed: no ordering; the release that follows publishes it. */
-__device__ __forceinline__ void storeRelaxed(uint64_t addr, uint64_t v) {
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(v) : "memory");
-}
-/** storeRelease: every write this block made before the preceding barrier is
- * visible to whoever acquires this value. */
-__device__ __forceinline__ void storeRelease(uint64_t addr, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(v) : "memory");
 }
 __device__ __forceinline__ uint64_t globalTimer() {
   uint64_t t;
@@ -113,13 +97,30 @@ struct Bound {
 
 /* ---------- Notify and Wait (one thread each) ---------- */
 
-__device__ __forceinline__ uint32_t checkIndex(uint32_t slot, uint64_t epoch) {
-  return slot * 2 + (uint32_t)(epoch & 1);
+/** signalAt: the {flag, check} pair of slot that a Notify of value v, or a
+ * Wait for target v, uses in the flags at base (snac.SignalIndex: one pair
+ * per parity of v's call, so a check word is always of its flag's call). */
+__device__ __forceinline__ uint64_t signalAt(uint64_t base, uint32_t slot, uint64_t v) {
+  return base + 16ull * (2ull * slot + (v / kEpochAdvance & 1));
 }
 
 /** slotSource is the rank that raises a flag slot (snac.SlotSource). */
 __device__ __forceinline__ uint32_t slotSource(uint32_t slot) {
   return (slot / kMaxWorkers) % kMaxRanks;
+}
+
+/** slotKind is a flag slot's kind (snac.SlotKind). */
+__device__ __forceinline__ uint32_t slotKind(uint32_t slot) {
+  return (slot / (kMaxRanks * kMaxWorkers)) % kNumFlagKinds;
+}
+
+/** publishes: a Notify of this slot tells the peer that data is there to
+ * read (a staged chunk, a reduced shard). The other kinds say the peer may
+ * reuse memory this worker has read (its loads are done: their values were
+ * stored before the barrier), or agree on a call, and publish nothing. */
+__device__ __forceinline__ bool publishes(uint32_t slot) {
+  const uint32_t kind = slotKind(slot);
+  return kind == kFlagReady || kind == kFlagReduced;
 }
 
 /** waitMask: the abort word's bits that end a wait for what rank src writes
@@ -128,27 +129,33 @@ __device__ __forceinline__ uint32_t waitMask(const Launch& L, uint32_t src) {
   return kAbortAll | (src == (uint32_t)L.rank ? 0u : 1u << src);
 }
 
-/** notify: Notify the peer: its check word, then (release) its flag.
- * The caller has passed a barrier after the block's last write. */
-__device__ __forceinline__ void notify(const Launch& L, const Step& s, uint64_t epoch) {
-  if (s.check != kDoneCheck) storeRelaxed(L.peers.checks[s.peer] + 8ull * checkIndex(s.slot, epoch), s.check);
-  storeRelease(L.peers.flags[s.peer] + 8ull * s.slot, epoch + (uint64_t)s.delta);
+/** notify: Notify the peer: its flag and check word in one 16-byte store.
+ * wrote: the block wrote plain memory since its last fence (the caller has
+ * passed a barrier after the writes). When it did and this Notify publishes
+ * data, a fence first makes the writes visible; any other Notify (a done or
+ * consumed signal, an agreement, a greeting) costs one store, not a fence
+ * that waits for an NVLink round trip. */
+__device__ __forceinline__ void notify(const Launch& L, const Step& s, uint64_t epoch, bool wrote) {
+  const uint64_t v = epoch + (uint64_t)s.delta;
+  if (wrote && publishes(s.slot)) asm volatile("fence.acq_rel.sys;" ::: "memory");
+  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(signalAt(L.peers.flags[s.peer], s.slot, v)),
+               "l"(v), "l"(s.check)
+               : "memory");
 }
 
 /** wait: Wait until this rank's flag slot >= epoch+delta (acquire), then
- * compare the check word. Returns a status code (kStatusOK when satisfied). */
+ * compare the check word read with it. Returns a status code (kStatusOK when satisfied). */
 __device__ __forceinline__ uint32_t wait(const Launch& L, const Step& s, uint64_t epoch) {
-  int64_t target = (int64_t)epoch + s.delta;
+  const int64_t target = (int64_t)epoch + s.delta;
   if (target <= 0) return kStatusOK;  // names a call before the first: done by definition
-  uint64_t flag = L.peers.flags[L.rank] + 8ull * s.slot;
+  const uint64_t at = signalAt(L.peers.flags[L.rank], s.slot, (uint64_t)target);
   Bound bound(L, waitMask(L, slotSource(s.slot)));
-  // Each poll acquires: a flag raised already costs one load, not two.
-  while (loadAcquire(flag) < (uint64_t)target) {
+  for (;;) {
+    uint64_t flag, check;
+    asm volatile("ld.acquire.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(flag), "=l"(check) : "l"(at) : "memory");
+    if (flag >= (uint64_t)target) return s.check == kDoneCheck || check == s.check ? kStatusOK : kStatusMismatch;
     if (uint32_t st = bound.spin()) return st;
   }
-  if (s.check == kDoneCheck) return kStatusOK;
-  uint64_t check = loadRelaxed(L.peers.checks[L.rank] + 8ull * checkIndex(s.slot, epoch));
-  return check == s.check ? kStatusOK : kStatusMismatch;
 }
 
 }  // namespace purlin

@@ -27,6 +27,8 @@ constexpr uint64_t kDoneCheck = 0;
 /** Caller buffers one launch may address (SpaceSend/SpaceRecv Ref.rank). */
 constexpr int kMaxBuffers = 16;
 
+/** Flag kinds, as snac.FlagSlot lays out slots (snac.FlagReady ...). */
+enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kNumFlagKinds = 5 };
 enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4 };
 enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
 
@@ -65,8 +67,7 @@ struct Worker {
 struct Peers {
   uint64_t stage[kMaxRanks];
   uint64_t packet[kMaxRanks];
-  uint64_t flags[kMaxRanks];   // uint64_t[NumSlots] each
-  uint64_t checks[kMaxRanks];  // uint64_t[NumSlots*2] each
+  uint64_t flags[kMaxRanks];   // {flag, check} uint64_t pairs [NumSlots*2] each (flags.cuh signalAt)
 };
 
 /** The kernel's argument, passed by value (constant bank). */
@@ -118,8 +119,8 @@ PURLIN_OFFSET(Worker, index, Index, 2);
 PURLIN_OFFSET(Worker, first, First, 4);
 PURLIN_OFFSET(Worker, count, Count, 8);
 
-PURLIN_SIZE(Peers, 256);
-PURLIN_SIZE(Launch, 600);
+PURLIN_SIZE(Peers, 192);
+PURLIN_SIZE(Launch, 536);
 PURLIN_OFFSET(Launch, steps, Steps, 0);
 PURLIN_OFFSET(Launch, workers, Workers, 8);
 PURLIN_OFFSET(Launch, fill, Fill, 16);
@@ -134,7 +135,7 @@ PURLIN_OFFSET(Launch, op, Op, 76);
 PURLIN_OFFSET(Launch, nranks, NRanks, 80);
 PURLIN_OFFSET(Launch, rank, Rank, 84);
 PURLIN_OFFSET(Launch, peers, Peers, 88);
-PURLIN_OFFSET(Launch, send, Send, 344);
-PURLIN_OFFSET(Launch, recv, Recv, 472);
+PURLIN_OFFSET(Launch, send, Send, 280);
+PURLIN_OFFSET(Launch, recv, Recv, 408);
 
 }  // namespace purlin

@@ -17,9 +17,10 @@
  *   copy.cuh     block-wide copyPlain, reducePlain, movePackets
  *   run.cu       the kernel: decode steps (resolve Refs), run them, advance epochs
  *
- * Memory ordering is in the names: loadRelaxed/storeRelaxed order nothing,
- * loadAcquire/storeRelease pair across GPUs at system scope. Every wait runs
- * under a Bound, in release builds too.
+ * Memory ordering, across GPUs at system scope: a Notify fences before its
+ * store when the block wrote data since its last one, a Wait acquires with
+ * its load, and packets need neither (flags.cuh, packets.cuh). Every wait
+ * runs under a Bound, in release builds too.
  *
  * Launch configuration: grid = Plan workers, block = kThreads (512), no
  * dynamic shared memory, the caller's stream.

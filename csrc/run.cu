@@ -4,10 +4,11 @@
  *
  * Each block reads its epoch, then interprets its steps in order with all
  * of its threads: Stage (Copy into a staging or packet buffer), Notify
- * (check word, then release the peer's flag), Wait (acquire our flag,
- * compare the check word) and Consume (Copy or Reduce out of staging);
- * Advance (the next call of a merged group on this channel) adds
- * kEpochAdvance to the block's epoch. Consecutive Notify steps, or
+ * (the peer's flag and check word, after a fence when it publishes data
+ * the block wrote),
+ * Wait (acquire our flag, compare its check word) and Consume (Copy or
+ * Reduce out of staging); Advance (the next call of a merged group on this
+ * channel) adds kEpochAdvance to the block's epoch. Consecutive Notify steps, or
  * consecutive Wait steps, are independent of each other (a run of Waits is
  * satisfied when each one is, in any order), so the lanes of warp 0 run up
  * to 32 of them at once, one each (signalRun, with the run's length that
@@ -198,16 +199,16 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
  * first step's run (Step.nsrc of a Notify or Wait in the device image, set
  * by atom/cuda's signalRuns: consecutive steps of one verb that name
  * distinct flags, at most 32), cut at the end of the block's batch. Returns
- * this lane's status; a failed wait reports at once, so the run's other
- * waits (they spin on the status word) stop as soon as a sequence of single
- * waits would have. */
+ * this lane's status; wrote: the block wrote plain memory since its last
+ * fence (notify). A failed wait reports at once, so the run's other waits (they spin on the
+ * status word) stop as soon as a sequence of single waits would have. */
 __device__ __forceinline__ uint32_t signalRun(const Launch& L, const Step* run, uint32_t n, uint64_t epoch,
-                                              uint32_t at) {
+                                              uint32_t at, bool wrote) {
   const uint32_t lane = threadIdx.x;
   if (lane >= n) return kStatusOK;
   const Step& s = run[lane];
   if (s.verb == kNotify) {
-    notify(L, s, epoch);
+    notify(L, s, epoch, wrote);
     return kStatusOK;
   }
   const uint32_t st = wait(L, s, epoch);
@@ -272,6 +273,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   // source); a Wait, and a packet step, end in one, so what follows them
   // needs none of its own.
   bool fenced = true;
+  // The block wrote plain memory since its last fence, which the next Notify
+  // that publishes data fences for (packets publish themselves; the kernel
+  // before this one has ended).
+  bool wrote = false;
   for (uint32_t i = 0; i < w.count;) {
     if (i == first + held) {
       __syncthreads();  // every thread is done with the batch, and with the data step before
@@ -297,12 +302,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
     uint32_t n = 1;
     if (kind == kKindSignal) {
       n = min(s.nsrc < 1 ? 1u : s.nsrc > 32 ? 32u : (uint32_t)s.nsrc, first + held - i);
-      const uint32_t st = threadIdx.x < 32 ? signalRun(L, &s, n, epoch, i) : kStatusOK;
+      const uint32_t st = threadIdx.x < 32 ? signalRun(L, &s, n, epoch, i, wrote) : kStatusOK;
+      if (s.verb == kNotify && publishes(s.slot)) wrote = false;  // lane 0 fenced
       // After a Wait every thread may read what it waited for; a Notify
       // publishes what the barrier before it ordered and needs no other.
       if (s.verb == kWait && __syncthreads_or(st != kStatusOK)) return stop(broken);
     } else if (kind == kKindPacket) {
       const uint32_t st = runStep(L, s, d, epoch);
+      wrote |= s.dst.space != kSpacePacket;
       if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, i, 0));
       if (__syncthreads_or(st != kStatusOK)) return stop(broken);
     } else if (kind == kKindBadRef) {  // in every thread alike
@@ -311,6 +318,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
     } else {  // a plain step cannot fail; the next step fences it
       runStep(L, s, d, epoch);
       fenced = false;
+      wrote = true;
     }
     PURLIN_TRACE(i, 2);
     i += n;

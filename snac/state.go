@@ -5,13 +5,18 @@ package snac
 //
 //	staging  Topology.StageBytes()   bytes, peer-readable (SpaceStage)
 //	packets  Topology.PacketBytes()  bytes, peer-writable (SpacePacket)
-//	flags    NumSlots uint64, peer-writable, zeroed once at init
-//	checks   NumSlots*2 uint64, peer-writable (index slot*2 + epoch&1)
+//	flags    2*NumSlots uint64, peer-writable, zeroed once at init
+//	checks   2*NumSlots uint64, peer-writable
 //	epochs   NumEpochs uint64, local, zeroed once at init
 //
-// Flags are monotonic counters: nothing is ever cleared between calls, and
-// every wait is ">=". Check words are double-buffered by the epoch's parity,
-// because a peer may already be one call ahead when we read ours.
+// A flag slot is a pair of flags, each with its check word (both at
+// SignalIndex): a Notify of value v (epoch+Delta) writes the pair of v's
+// call parity, and a Wait for target t reads the pair of t's. Each flag is a
+// monotonic counter (nothing is cleared between calls, every wait is ">="),
+// and a check word always belongs to the call of its flag's value, because a
+// peer one call ahead writes the other pair. So a Wait is met only by a
+// Notify of its own call parity, and an Atom may store a flag and its check
+// word together (one store, no ordering between two).
 
 // Channels: one epoch space each. The collective channel serves every
 // collective; each ordered pair of ranks has a send and a receive channel for
@@ -46,8 +51,17 @@ func FlagSlot(channel uint16, kind int, src, worker int) uint32 {
 	return uint32(((int(channel)*numFlagKinds+kind)*MaxRanks+src)*MaxWorkers + worker)
 }
 
+// SlotKind is a flag slot's kind: FlagSlot's kind.
+func SlotKind(slot uint32) int { return int(slot/(MaxRanks*MaxWorkers)) % numFlagKinds }
+
 // SlotSource is the rank that raises a flag slot: FlagSlot's src.
 func SlotSource(slot uint32) int { return int(slot/MaxWorkers) % MaxRanks }
+
+// SignalIndex is the index of the flag and check word that a Notify of value
+// v, or a Wait for target v, uses in slot: one per parity of v's call
+// (v / EpochAdvance), so that the check word beside a flag is always of the
+// flag's call.
+func SignalIndex(slot uint32, v uint64) uint64 { return 2*uint64(slot) + (v/EpochAdvance)&1 }
 
 // NumEpochs is the number of epoch words per rank.
 const NumEpochs = NumChannels * MaxWorkers

@@ -27,13 +27,14 @@ func TestPacketSourceInvertsWindows(t *testing.T) {
 	require.Equal(t, -1, Topology{NRanks: 2}.PacketSource(0), "no packet windows")
 }
 
-// SlotSource inverts FlagSlot's src for every kind of slot.
+// SlotSource and SlotKind invert FlagSlot's src and kind.
 func TestSlotSourceInvertsFlagSlot(t *testing.T) {
 	for _, ch := range []uint16{Collective, SendChannel(3), RecvChannel(MaxRanks - 1)} {
 		for kind := range numFlagKinds {
 			for src := range MaxRanks {
 				for _, w := range []int{0, 1, MaxWorkers - 1} {
 					require.Equal(t, src, SlotSource(FlagSlot(ch, kind, src, w)), "channel %d kind %d worker %d", ch, kind, w)
+					require.Equal(t, kind, SlotKind(FlagSlot(ch, kind, src, w)), "channel %d kind %d worker %d", ch, kind, w)
 				}
 			}
 		}

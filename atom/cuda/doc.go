@@ -6,7 +6,7 @@
 // A Rank implements atom.Rank for one GPU. NewRank binds it to a CUDA
 // context (the caller's current one if it is opts.Device's, else the
 // device's primary context), loads the kernel module once per context and
-// allocates the rank's symmetric window (staging | packets | flags | checks)
+// allocates the rank's symmetric window (staging | packets | flags)
 // as one cuMem VMM allocation with POSIX fd handles: ranks in one process
 // address each other's windows directly (peer access granted at
 // allocation); ranks in several processes exchange fds through

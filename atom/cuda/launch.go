@@ -17,7 +17,7 @@ const (
 // peers mirrors struct Peers: every rank's symmetric memory as this rank's
 // device addresses it.
 type peers struct {
-	Stage, Packet, Flags, Checks [snac.MaxRanks]uint64
+	Stage, Packet, Flags [snac.MaxRanks]uint64
 }
 
 // launchArgs mirrors struct Launch (csrc/plan.cuh), the kernel's by-value

@@ -59,8 +59,7 @@ func TestWindowLayout(t *testing.T) {
 	w := newLayout(topo)
 	require.GreaterOrEqual(t, w.packet, topo.StageBytes())
 	require.GreaterOrEqual(t, w.flags-w.packet, topo.PacketBytes())
-	require.GreaterOrEqual(t, w.checks-w.flags, uint64(snac.NumSlots*8))
-	require.GreaterOrEqual(t, uint64(w.size)-w.checks, uint64(snac.NumSlots*16))
+	require.GreaterOrEqual(t, uint64(w.size)-w.flags, uint64(snac.NumSlots*2*16))
 	require.Zero(t, w.packet%4096)
 }
 

@@ -25,8 +25,8 @@ func TestLayoutAtEveryRankCount(t *testing.T) {
 		for r := 1; r < n; r++ {
 			require.Equal(t, w, newLayout(Topology(n, r)), "n=%d: rank %d's layout differs from rank 0's", n, r)
 		}
-		starts := []uint64{w.stage, w.packet, w.flags, w.checks, uint64(w.size)}
-		needs := []uint64{topo.StageBytes(), topo.PacketBytes(), snac.NumSlots * 8, snac.NumSlots * 2 * 8}
+		starts := []uint64{w.stage, w.packet, w.flags, uint64(w.size)}
+		needs := []uint64{topo.StageBytes(), topo.PacketBytes(), snac.NumSlots * 2 * 16}
 		for i, need := range needs {
 			require.Zero(t, starts[i]%4096, "n=%d region %d unaligned", n, i)
 			require.GreaterOrEqual(t, starts[i+1]-starts[i], need, "n=%d region %d too small", n, i)
@@ -35,7 +35,7 @@ func TestLayoutAtEveryRankCount(t *testing.T) {
 			stage := 2*DefaultStageHalf + snac.MaxRanks*2*DefaultP2PHalf(n)
 			require.Equal(t, stage, topo.StageBytes())
 			require.Less(t, uint64(w.size), stage+16<<20, "8 ranks: %d MiB a rank", w.size>>20)
-			t.Logf("symmetric memory at %d ranks: %d MiB (staging %d MiB, packets %d KiB, flags+checks %d KiB)",
+			t.Logf("symmetric memory at %d ranks: %d MiB (staging %d MiB, packets %d KiB, flags %d KiB)",
 				n, w.size>>20, topo.StageBytes()>>20, topo.PacketBytes()>>10, (uint64(w.size)-w.flags)>>10)
 		}
 	}
@@ -54,12 +54,12 @@ func TestPeersOfEveryRankCount(t *testing.T) {
 		p := s.peersOf(w, n)
 		for r := 0; r < snac.MaxRanks; r++ {
 			if r >= n {
-				require.Zero(t, p.Stage[r]|p.Packet[r]|p.Flags[r]|p.Checks[r], "n=%d: rank %d past the communicator", n, r)
+				require.Zero(t, p.Stage[r]|p.Packet[r]|p.Flags[r], "n=%d: rank %d past the communicator", n, r)
 				continue
 			}
 			b := s.base[r]
-			require.Equal(t, []uint64{b + w.stage, b + w.packet, b + w.flags, b + w.checks},
-				[]uint64{p.Stage[r], p.Packet[r], p.Flags[r], p.Checks[r]}, "n=%d rank %d", n, r)
+			require.Equal(t, []uint64{b + w.stage, b + w.packet, b + w.flags},
+				[]uint64{p.Stage[r], p.Packet[r], p.Flags[r]}, "n=%d rank %d", n, r)
 		}
 	}
 }

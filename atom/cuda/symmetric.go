@@ -12,12 +12,13 @@ import (
 // layout places a rank's symmetric memory, one VMM allocation laid out alike
 // on every rank (the Topology is equal everywhere):
 //
-//	[staging | packets | flags | checks]
+//	[staging | packets | flags]
 //
-// Flags, checks and packets start zeroed; nothing clears them afterwards.
+// flags holds two {flag, check} pairs of uint64 per slot (snac.SignalIndex).
+// Flags and packets start zeroed; nothing clears them afterwards.
 type layout struct {
-	stage, packet, flags, checks uint64 // offsets
-	size                         uintptr
+	stage, packet, flags uint64 // offsets
+	size                 uintptr
 }
 
 func newLayout(t snac.Topology) layout {
@@ -27,8 +28,7 @@ func newLayout(t snac.Topology) layout {
 	w.stage = 0
 	w.packet = up(t.StageBytes())
 	w.flags = w.packet + up(t.PacketBytes())
-	w.checks = w.flags + up(snac.NumSlots*8)
-	w.size = uintptr(w.checks + up(snac.NumSlots*2*8))
+	w.size = uintptr(w.flags + up(snac.NumSlots*2*16))
 	return w
 }
 
@@ -154,7 +154,6 @@ func (s *symmetric) peersOf(w layout, nranks int) peers {
 		p.Stage[r] = s.base[r] + w.stage
 		p.Packet[r] = s.base[r] + w.packet
 		p.Flags[r] = s.base[r] + w.flags
-		p.Checks[r] = s.base[r] + w.checks
 	}
 	return p
 }

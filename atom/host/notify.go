@@ -8,8 +8,8 @@ import (
 	"purlin/snac"
 )
 
-// notify writes the step's check word into the peer's check slot of this
-// call's parity, then raises the peer's flag to epoch+Delta. Go's atomics
+// notify writes the step's check word into the peer's flag slot, then
+// raises the peer's flag to epoch+Delta, both at the value's SignalIndex. Go's atomics
 // are sequentially consistent, so the store is a release: a waiter that
 // sees the flag sees the check word and everything written before.
 func (x *worker) notify(s *snac.Step) error {
@@ -17,8 +17,10 @@ func (x *worker) notify(s *snac.Step) error {
 		return errs.New(errs.ErrInternal, "notify of rank %d slot %d: out of range", s.Peer, s.Slot)
 	}
 	peer := x.r.segs[s.Peer]
-	atomic.StoreUint64(&peer.checks[2*uint64(s.Slot)+x.parity()], s.Check)
-	atomic.StoreUint64(&peer.flags[s.Slot], uint64(x.target(s)))
+	v := uint64(x.target(s))
+	at := snac.SignalIndex(s.Slot, v)
+	atomic.StoreUint64(&peer.checks[at], s.Check)
+	atomic.StoreUint64(&peer.flags[at], v)
 	return nil
 }
 
@@ -33,7 +35,8 @@ func (x *worker) wait(s *snac.Step) error {
 		return nil
 	}
 	me := x.r.segs[x.r.topo.Rank]
-	flag := &me.flags[s.Slot]
+	at := snac.SignalIndex(s.Slot, uint64(want))
+	flag := &me.flags[at]
 	var b backoff
 	for atomic.LoadUint64(flag) < uint64(want) {
 		if err := b.pause(x.r, snac.SlotSource(s.Slot), func() string {
@@ -43,7 +46,7 @@ func (x *worker) wait(s *snac.Step) error {
 			return err
 		}
 	}
-	if got := atomic.LoadUint64(&me.checks[2*uint64(s.Slot)+x.parity()]); got != s.Check {
+	if got := atomic.LoadUint64(&me.checks[at]); got != s.Check {
 		return errs.New(errs.ErrMismatch, "%s: flag slot %d (from rank %d) carries check %#x, this rank's call has %#x",
 			errs.Disagree, s.Slot, snac.SlotSource(s.Slot), got, s.Check)
 	}

@@ -19,7 +19,7 @@ type layout struct {
 func newLayout(t snac.Topology) layout {
 	var l layout
 	l.flags = 64
-	l.checks = l.flags + 8*snac.NumSlots
+	l.checks = l.flags + 16*snac.NumSlots
 	l.epochs = l.checks + 16*snac.NumSlots
 	l.stage = alignUp(l.epochs+8*snac.NumEpochs, 4096)
 	l.packets = alignUp(l.stage+t.StageBytes(), 4096)
@@ -33,8 +33,8 @@ func alignUp(x, to uint64) uint64 { return (x + to - 1) / to * to }
 // segment is one rank's mapping of one rank's shared state.
 type segment struct {
 	mem     []byte
-	flags   []uint64 // snac.NumSlots, peer-writable
-	checks  []uint64 // 2*snac.NumSlots, index slot*2 + epoch&1
+	flags   []uint64 // 2*snac.NumSlots, peer-writable, index snac.SignalIndex
+	checks  []uint64 // 2*snac.NumSlots, beside flags
 	epochs  []uint64 // snac.NumEpochs, used by the owner only
 	stage   []byte
 	packets []uint64 // two words per packet: payload, flag word

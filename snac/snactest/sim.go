@@ -61,7 +61,7 @@ func New(topo snac.Topology, seed uint64) *Sim {
 			stageTag:  make([]uint32, (topo.StageBytes()+tagUnit-1)/tagUnit),
 			packets:   make([]byte, topo.PacketBytes()),
 			packetTag: make([]uint32, topo.PacketBytes()/16),
-			flags:     make([]uint64, snac.NumSlots),
+			flags:     make([]uint64, 2*snac.NumSlots),
 			checks:    make([]uint64, 2*snac.NumSlots),
 			epochs:    make([]uint64, snac.NumEpochs),
 		})
@@ -243,7 +243,7 @@ func (s *Sim) dump() string {
 			}
 			st := rk.cur.Plan.Steps[w.pc]
 			fmt.Fprintf(&b, "  worker %d (epoch %d) at step %d: %s slot %d delta %d (flag %d) bytes %d\n",
-				i, w.epoch, w.pc, st.Verb, st.Slot, st.Delta, rk.flags[st.Slot%snac.NumSlots], st.Bytes)
+				i, w.epoch, w.pc, st.Verb, st.Slot, st.Delta, rk.flags[snac.SignalIndex(st.Slot%snac.NumSlots, uint64(max(target(&w, st.Delta), 0)))], st.Bytes)
 		}
 	}
 	return b.String()

@@ -25,7 +25,7 @@ func (s *Sim) ready(rk *rank, i int) bool {
 	switch st.Verb {
 	case snac.Wait:
 		t := target(w, st.Delta)
-		return t <= 0 || rk.flags[st.Slot] >= uint64(t)
+		return t <= 0 || rk.flags[snac.SignalIndex(st.Slot, uint64(t))] >= uint64(t)
 	case snac.Copy, snac.Reduce:
 		for k := range nsrc(st) {
 			if r := st.Src[k]; r.Space == snac.SpacePacket && !s.packetsReady(w, st, r) {
@@ -71,13 +71,18 @@ func (s *Sim) step(rk *rank, i int) error {
 		}
 		peer := s.ranks[st.Peer]
 		v := uint64(target(w, st.Delta))
-		if v < peer.flags[st.Slot] {
-			return errs.New(errs.ErrInternal, "%s: flag %d on rank %d goes back from %d to %d", where(), st.Slot, st.Peer, peer.flags[st.Slot], v)
+		at := snac.SignalIndex(st.Slot, v)
+		if v < peer.flags[at] {
+			return errs.New(errs.ErrInternal, "%s: flag %d on rank %d goes back from %d to %d", where(), st.Slot, st.Peer, peer.flags[at], v)
 		}
-		peer.checks[2*uint64(st.Slot)+w.epoch&1] = st.Check
-		peer.flags[st.Slot] = v
+		peer.checks[at] = st.Check
+		peer.flags[at] = v
 	case snac.Wait:
-		if got := rk.checks[2*uint64(st.Slot)+w.epoch&1]; got != st.Check {
+		t := target(w, st.Delta)
+		if t <= 0 {
+			break
+		}
+		if got := rk.checks[snac.SignalIndex(st.Slot, uint64(t))]; got != st.Check {
 			return errs.New(errs.ErrMismatch, "%s: check word %#x, want %#x", where(), got, st.Check)
 		}
 	case snac.Copy, snac.Reduce:

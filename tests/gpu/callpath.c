@@ -5,7 +5,7 @@
  * On one GPU, one rank, one stream: batches of N AllReduce calls of 8 bytes
  * issued back to back without waiting (the GPU runs them behind), timed on
  * the host; then the same for N launches of an empty kernel shaped like the
- * library's (one block of 512 threads, a 600-byte argument, as a plain
+ * library's (one block of 512 threads, a 536-byte argument, as a plain
  * launch and as a programmatic dependent launch). The median time a call
  * takes to issue, minus the median time a bare launch takes, is the
  * library's own host time per call. Prints one line per figure, then
@@ -40,12 +40,12 @@
     }                                                                   \
   } while (0)
 
-enum { kMaxBatches = 64, kArgBytes = 600, kThreads = 512 };
+enum { kMaxBatches = 64, kArgBytes = 536, kThreads = 512 };
 
 /* An empty kernel taking an argument of the library kernel's size. */
 static const char kEmptyPTX[] =
     ".version 8.0\n.target sm_80\n.address_size 64\n"
-    ".visible .entry empty(.param .align 8 .b8 arg[600]) { ret; }\n";
+    ".visible .entry empty(.param .align 8 .b8 arg[536]) { ret; }\n";
 
 typedef CUresult (*moduleLoadDataFn)(CUmodule*, const void*);
 typedef CUresult (*moduleGetFunctionFn)(CUfunction*, CUmodule, const char*);
