@@ -29,6 +29,18 @@ enum OpKind : int32_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4, kPreM
  * first), Avg then divides; Max and Min differ by a comparison. */
 enum OpFamily : int { kFamilySum = 0, kFamilyProd = 1, kFamilyMinMax = 2 };
 
+/** OpArgs: the Launch's op fields, copied to shared memory once per block
+ * (blockOp, run.cu): a Reduce step runs in a called function, where reading
+ * them through the Launch is a load from parameter space on its critical
+ * path (about 150 cycles a step, tests/gpu/stepbench.cu). */
+struct OpArgs {
+  int32_t op;
+  int32_t nranks;
+  uint64_t scalarPtr;
+  double scalar;
+};
+__shared__ OpArgs blockOp;
+
 template <int DT, int FAMILY>
 struct Reducer {
   using N = Num<DT>;
@@ -39,10 +51,10 @@ struct Reducer {
   int nranks;
   bool avg, max;
 
-  __device__ __forceinline__ Reducer(const Launch& L, const Step& s)
-      : scalar(N::scalar(1.0)), scaled(0), nranks(L.nranks), avg(L.op == kAvg), max(L.op == kMax) {
-    if (FAMILY == kFamilySum && L.op == kPreMulSum) {
-      scalar = L.scalarPtr ? N::up(*(const T*)L.scalarPtr) : N::scalar(L.scalar);
+  __device__ __forceinline__ Reducer(const OpArgs& a, const Step& s)
+      : scalar(N::scalar(1.0)), scaled(0), nranks(a.nranks), avg(a.op == kAvg), max(a.op == kMax) {
+    if (FAMILY == kFamilySum && a.op == kPreMulSum) {
+      scalar = a.scalarPtr ? N::up(*(const T*)a.scalarPtr) : N::scalar(a.scalar);
       scaled = s.scale;
     }
   }

@@ -141,7 +141,7 @@ struct NoReducer {
 template <int DT, int FAMILY>
 __device__ __noinline__ uint32_t reduceStep(const Launch& L, const Step& s, uint64_t epoch, bool packet,
                                             uint64_t dst, const uint64_t* src) {
-  Reducer<DT, FAMILY> r(L, s);
+  Reducer<DT, FAMILY> r(blockOp, s);
   return move(L, s, epoch, packet, dst, src, s.nsrc, r);
 }
 
@@ -254,7 +254,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   loadBatch(batch, steps, 0, held);
   fillBases(bases, L);
   const uint32_t used = w.index == 0 ? ((const uint16_t*)L.fill)[blockIdx.x] : kMaxWorkers;
-  if (threadIdx.x == 0) blockLookAt = 0, blockAbort = 0, blockStopped = 0;
+  if (threadIdx.x == 0) {
+    blockLookAt = 0, blockAbort = 0, blockStopped = 0;
+    blockOp = OpArgs{L.op, L.nranks, L.scalarPtr, L.scalar};
+  }
   __syncthreads();
   decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900

@@ -13,7 +13,10 @@
  * and, as the floor, a plain kernel that copies 16 bytes and passes a
  * barrier 33 times. No peer and no other GPU: flags and waits are not timed.
  *
- *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench
+ *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench [PLAN]
+ *
+ * PLAN (one copy, copies or packets) runs that Plan alone and no floor: one
+ * shape for a profiler to sample.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -98,7 +101,8 @@ long long median(std::vector<long long> v) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const char* only = argc > 1 ? argv[1] : nullptr;
   MUST(cudaSetDevice(0));
   int clockKHz = 0;
   MUST(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
@@ -148,6 +152,7 @@ int main() {
   printf("stepbench: GPU 0 at %d MHz; times per launch (graph of %d, %d replays); cycles per step (median)\n",
          clockKHz / 1000, kLaunches, kReps);
   for (const Plan& p : plans) {
+    if (only && strcmp(only, p.name) != 0) continue;
     const uint32_t n = (uint32_t)p.steps.size();
     MUST(cudaMemcpy(steps, p.steps.data(), n * sizeof(Step), cudaMemcpyHostToDevice));
     Worker w = {0, 0, 0, n};
@@ -178,6 +183,7 @@ int main() {
     }
   }
   for (int n : {1, kCopies}) {
+    if (only) break;
     const float us = usPerLaunch(s, [&] { floorKernel<<<1, kThreads, 0, s>>>((const uint4*)send, (uint4*)recv, n); });
     printf("stepbench: floor    %2d copies of 16 B with a barrier each in a plain kernel: %7.3f us a launch\n", n, us);
   }
