@@ -3,19 +3,25 @@ package snac
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"purlin/spec"
 )
 
 // Cache keeps Plans per call shape, so a repeated call skips Build. It holds
 // at most its capacity of Plans and drops the least recently used one when
-// full. It is safe for concurrent use; a hit takes one short lock and
-// allocates nothing. Cached Plans are shared: callers must not modify them.
+// full. It is safe for concurrent use; a hit allocates nothing, and a call
+// of the same shape as the one before it (a loop of one collective, the
+// common case) takes no lock either. Cached Plans are shared: callers must
+// not modify them.
 type Cache struct {
 	mu       sync.Mutex
 	capacity int
 	entries  map[shapeKey]*cacheEntry // guarded by mu
 	lru      cacheEntry               // sentinel of the recency list, most recent first; guarded by mu
+	// last is the entry Plan returned last, the head of the recency list:
+	// a hit on it needs neither the map nor the list.
+	last atomic.Pointer[cacheEntry]
 }
 
 // shapeKey is everything Build depends on, buffers excluded. V vectors are
@@ -48,10 +54,14 @@ func NewCache(capacity int) *Cache {
 // Plan returns the Plan of call on topo, building and caching it on a miss.
 func (c *Cache) Plan(call *spec.Call, topo Topology) (*Plan, error) {
 	key := keyOf(call, topo)
+	if e := c.last.Load(); e != nil && e.key == key && e.sameVectors(call) {
+		return e.plan, nil
+	}
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok && e.sameVectors(call) {
 		c.unlinkLocked(e)
 		c.pushLocked(e)
+		c.last.Store(e)
 		c.mu.Unlock()
 		return e.plan, nil
 	}
@@ -71,6 +81,7 @@ func (c *Cache) Plan(call *spec.Call, topo Topology) (*Plan, error) {
 	}
 	c.entries[key] = e
 	c.pushLocked(e)
+	c.last.Store(e)
 	if len(c.entries) > c.capacity {
 		oldest := c.lru.prev
 		c.unlinkLocked(oldest)

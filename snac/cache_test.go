@@ -66,6 +66,37 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	require.Same(t, a, again)
 }
 
+// A repeated call hits without the map (the entry returned last); that
+// entry is always the most recent, so eviction order is as if the map had
+// been consulted, and a V call whose vectors differ is not taken for it.
+func TestCacheRepeatedCallKeepsRecency(t *testing.T) {
+	cache := snac.NewCache(2)
+	topo := testTopo(2)
+	call := func(n uint64) *spec.Call {
+		return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: 2}
+	}
+	a, _ := cache.Plan(call(1), topo)
+	b, _ := cache.Plan(call(2), topo)
+	again, _ := cache.Plan(call(2), topo) // the last entry: no map
+	require.Same(t, b, again)
+	_, _ = cache.Plan(call(3), topo) // evicts 1, the least recent
+	again, _ = cache.Plan(call(2), topo)
+	require.Same(t, b, again)
+	again, _ = cache.Plan(call(1), topo)
+	require.NotSame(t, a, again, "1 was evicted and rebuilt")
+
+	v := func(counts ...uint64) *spec.Call {
+		return &spec.Call{Coll: spec.AllGatherV, Type: spec.Int8, Counts: counts, Displs: []uint64{0, 8}, NRanks: 2}
+	}
+	p1, err := cache.Plan(v(1, 2), topo)
+	require.NoError(t, err)
+	p2, err := cache.Plan(v(2, 1), topo)
+	require.NoError(t, err)
+	require.NotSame(t, p1, p2)
+	again, _ = cache.Plan(v(2, 1), topo)
+	require.Same(t, p2, again)
+}
+
 func TestCacheConcurrentUse(t *testing.T) {
 	cache := snac.NewCache(8)
 	topo := testTopo(4)
