@@ -50,12 +50,15 @@ func TestCacheKeysEveryShapeField(t *testing.T) {
 	require.NotSame(t, first, p)
 }
 
-func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
-	cache := snac.NewCache(2)
-	topo := testTopo(1)
-	call := func(n uint64) *spec.Call {
-		return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: 1}
+// int8Sums returns an int8 AllReduce of count n on nranks ranks.
+func int8Sums(nranks int) func(n uint64) *spec.Call {
+	return func(n uint64) *spec.Call {
+		return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: nranks}
 	}
+}
+
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	cache, topo, call := snac.NewCache(2), testTopo(1), int8Sums(1)
 	a, _ := cache.Plan(call(1), topo)
 	_, _ = cache.Plan(call(2), topo)
 	again, _ := cache.Plan(call(1), topo) // 1 is now the most recent
@@ -70,11 +73,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 // entry is always the most recent, so eviction order is as if the map had
 // been consulted, and a V call whose vectors differ is not taken for it.
 func TestCacheRepeatedCallKeepsRecency(t *testing.T) {
-	cache := snac.NewCache(2)
-	topo := testTopo(2)
-	call := func(n uint64) *spec.Call {
-		return &spec.Call{Coll: spec.AllReduce, Type: spec.Int8, Count: n, NRanks: 2}
-	}
+	cache, topo, call := snac.NewCache(2), testTopo(2), int8Sums(2)
 	a, _ := cache.Plan(call(1), topo)
 	b, _ := cache.Plan(call(2), topo)
 	again, _ := cache.Plan(call(2), topo) // the last entry: no map
