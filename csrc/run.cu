@@ -174,6 +174,20 @@ __device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, bool 
   }
 }
 
+/** sumPackets runs a Sum of which some Ref is in packet space in the run
+ * loop itself: through the call every other Reduce takes (reduce), such a
+ * step costs about 1,200 cycles more, twice a packet Copy's
+ * (tests/gpu/stepbench.cu), so the hottest types, float32 and bfloat16,
+ * take this path. */
+template <int DT>
+__device__ __forceinline__ uint32_t sumPackets(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
+                                               const uint64_t* src) {
+  using R = Reducer<DT, kFamilySum>;
+  const R r(blockOp, s);
+  return movePackets(L, s, epoch, dst, src, s.nsrc,
+                     [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
+}
+
 /** runStep executes one Copy or Reduce with the whole block, from its
  * decoded addresses for this epoch's parity; returns this thread's status
  * (a plain step cannot fail; a packet step fails in the threads whose
@@ -187,6 +201,10 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
       return kStatusOK;
     }
     return move(L, s, epoch, true, d.dst[p], d.src[p], 1, NoReducer{});
+  }
+  if (packet && L.op == kSum) {  // the small AllReduce, ReduceScatter and Reduce of most callers
+    if (L.dtype == kFloat32) return sumPackets<kFloat32>(L, s, epoch, d.dst[p], d.src[p]);
+    if (L.dtype == kBfloat16) return sumPackets<kBfloat16>(L, s, epoch, d.dst[p], d.src[p]);
   }
   uint64_t src[kMaxSrc];
 #pragma unroll
