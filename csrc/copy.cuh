@@ -5,8 +5,8 @@
  *
  * Plain memory moves in 16-byte vectors, sixteen in flight per thread (a
  * reduction: eight per source), when every address is 16-byte aligned, with
- * a scalar tail; otherwise in the widest unit all addresses share. Packets move 8 payload bytes per thread
- * per packet (packets.cuh).
+ * a scalar tail; otherwise in the widest unit all addresses share. Packets
+ * move 8 payload bytes per thread per packet (packets.cuh).
  */
 #pragma once
 #include <stdint.h>

@@ -17,9 +17,9 @@
  *   copy.cuh     block-wide copyPlain, reducePlain, movePackets
  *   run.cu       the kernel: decode steps (resolve Refs), run them, advance epochs
  *
- * Memory ordering, across GPUs at system scope: a Notify fences before its
- * store when the block wrote data since its last one, a Wait acquires with
- * its load, and packets need neither (flags.cuh, packets.cuh). Every wait
+ * Memory ordering, across GPUs at system scope: a Notify that publishes data
+ * fences before its store when the block wrote since its last fence, a Wait
+ * acquires with its load, and packets need neither (flags.cuh, packets.cuh). Every wait
  * runs under a Bound, in release builds too.
  *
  * Launch configuration: grid = Plan workers, block = kThreads (512), no

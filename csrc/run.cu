@@ -5,11 +5,10 @@
  * Each block reads its epoch, then interprets its steps in order with all
  * of its threads: Stage (Copy into a staging or packet buffer), Notify
  * (the peer's flag and check word, after a fence when it publishes data
- * the block wrote),
- * Wait (acquire our flag, compare its check word) and Consume (Copy or
- * Reduce out of staging); Advance (the next call of a merged group on this
- * channel) adds kEpochAdvance to the block's epoch. Consecutive Notify steps, or
- * consecutive Wait steps, are independent of each other (a run of Waits is
+ * the block wrote), Wait (acquire our flag, compare its check word) and
+ * Consume (Copy or Reduce out of staging); Advance (the next call of a
+ * merged group on this channel) adds kEpochAdvance to the block's epoch.
+ * Consecutive Notify steps, or consecutive Wait steps, are independent of each other (a run of Waits is
  * satisfied when each one is, in any order), so the lanes of warp 0 run up
  * to 32 of them at once, one each (signalRun, with the run's length that
  * atom/cuda put in the image): a worker's end-of-call join of its channel's
@@ -22,8 +21,9 @@
  * (programmatic dependent launch). A block passes one barrier a step: before
  * a step that follows a plain Copy or Reduce, and at the end of a Wait or a
  * packet step (the only steps that can fail, so the barrier also tells
- * every thread whether one did). At the end it stores epoch + kEpochAdvance; the worker of index 0 also fills its channel's epoch slots
- * the Plan does not use. A block that fails reports a status word and
+ * every thread whether one did). At the end it stores epoch + kEpochAdvance;
+ * the worker of index 0 also fills its channel's epoch slots the Plan does
+ * not use. A block that fails reports a status word and
  * returns without advancing its epoch: the rank is broken from then on
  * (status.cuh). It also raises the broken word after the epochs, and the
  * blocks of later launches return at once when it is set: running with an
@@ -114,6 +114,13 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
   d.kind = !ok ? kKindBadRef : packet ? kKindPacket : s.verb == kCopy ? kKindCopy : kKindReduce;
 }
 
+/** reducePackets runs a Reduce with reducer R of which some Ref is in packet space. */
+template <typename R>
+__device__ __forceinline__ uint32_t reducePackets(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
+                                                  const uint64_t* src, int n, const R& r) {
+  return movePackets(L, s, epoch, dst, src, n, [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
+}
+
 /** move runs a Copy (n = 1, the identity) or a Reduce with reducer R. */
 template <typename R>
 __device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_t epoch, bool packet,
@@ -121,8 +128,7 @@ __device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_
   if (packet) {
     if (s.verb == kCopy)
       return movePackets(L, s, epoch, dst, src, 1, [](int, auto load) { return load(0); });
-    return movePackets(L, s, epoch, dst, src, n,
-                       [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
+    return reducePackets(L, s, epoch, dst, src, n, r);
   }
   if (s.verb == kCopy) copyPlain(dst, src[0], s.bytes);
   else reducePlain(r, dst, src, n, s.bytes);
@@ -182,10 +188,8 @@ __device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, bool 
 template <int DT>
 __device__ __forceinline__ uint32_t sumPackets(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
                                                const uint64_t* src) {
-  using R = Reducer<DT, kFamilySum>;
-  const R r(blockOp, s);
-  return movePackets(L, s, epoch, dst, src, s.nsrc,
-                     [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
+  const Reducer<DT, kFamilySum> r(blockOp, s);
+  return reducePackets(L, s, epoch, dst, src, s.nsrc, r);
 }
 
 /** runStep executes one Copy or Reduce with the whole block, from its
@@ -218,8 +222,9 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
  * by atom/cuda's signalRuns: consecutive steps of one verb that name
  * distinct flags, at most 32), cut at the end of the block's batch. Returns
  * this lane's status; wrote: the block wrote plain memory since its last
- * fence (notify). A failed wait reports at once, so the run's other waits (they spin on the
- * status word) stop as soon as a sequence of single waits would have. */
+ * fence (notify). A failed wait reports at once, so the run's other waits
+ * (they spin on the status word) stop as soon as a sequence of single waits
+ * would have. */
 __device__ __forceinline__ uint32_t signalRun(const Launch& L, const Step* run, uint32_t n, uint64_t epoch,
                                               uint32_t at, bool wrote) {
   const uint32_t lane = threadIdx.x;
@@ -347,5 +352,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   // Later launches of this rank read the epochs only after this one ends.
   const uint64_t advanced = epoch + kEpochAdvance;
   if (threadIdx.x == 0) epochs[slot] = advanced;
-  if (threadIdx.x >= used && threadIdx.x < kMaxWorkers) epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
+  if (threadIdx.x >= used && threadIdx.x < kMaxWorkers)
+    epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
 }

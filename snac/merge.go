@@ -22,9 +22,10 @@ import (
 // call. Collectives chained on the collective channel are joined between
 // one another (every worker raises a flag on its own rank and waits for all
 // of them), as a kernel boundary would: see hello.go. A call's flags,
-// packets, check words, staging half and done rule are thus the same however the calls around it are grouped: the k-th send
-// from one rank to another matches the k-th receive there whether either
-// side posted them in one group or in several, as NCCL matches them.
+// packets, check words, staging half and done rule are thus the same
+// however the calls around it are grouped: the k-th send from one rank to
+// another matches the k-th receive there whether either side posted them in
+// one group or in several, as NCCL matches them.
 //
 // Plans with workers on the collective channel must share Type, Op and
 // NRanks; point-to-point Plans only copy, so any type merges with them. A

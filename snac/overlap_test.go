@@ -58,10 +58,11 @@ func TestBackToBackCallsOfChangingShape(t *testing.T) {
 // TestBackToBackCallsWithSilentPairs queues calls in which some pairs of
 // ranks send each other nothing (V collectives with zero counts; an
 // AllReduce whose shards are mostly empty, where they hear from each other
-// through the others) between calls that write every peer's halves. The collective channel has no done rule: a rank may rewrite a
-// half two calls later only because it heard from every reader in the call
-// between, and silent pairs hear from each other through greetings
-// (hello.go); without them a fast rank overwrites what a slow one reads.
+// through the others) between calls that write every peer's halves. The
+// collective channel has no done rule: a rank may rewrite a half two calls
+// later only because it heard from every reader in the call between, and
+// silent pairs hear from each other through greetings (hello.go); without
+// them a fast rank overwrites what a slow one reads.
 func TestBackToBackCallsWithSilentPairs(t *testing.T) {
 	for _, n := range []int{3, 4} {
 		for seed := range uint64(6) {

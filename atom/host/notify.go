@@ -9,9 +9,10 @@ import (
 )
 
 // notify writes the step's check word into the peer's flag slot, then
-// raises the peer's flag to epoch+Delta, both at the value's SignalIndex. Go's atomics
-// are sequentially consistent, so the store is a release: a waiter that
-// sees the flag sees the check word and everything written before.
+// raises the peer's flag to epoch+Delta, both at the value's SignalIndex.
+// Go's atomics are sequentially consistent, so the store is a release: a
+// waiter that sees the flag sees the check word and everything written
+// before.
 func (x *worker) notify(s *snac.Step) error {
 	if int(s.Peer) >= len(x.r.segs) || s.Slot >= snac.NumSlots {
 		return errs.New(errs.ErrInternal, "notify of rank %d slot %d: out of range", s.Peer, s.Slot)

@@ -23,12 +23,12 @@ import argparse
 import datetime
 import json
 import os
-import socket
 import warnings
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as tmp
+from check_torch import free_port
 
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -128,9 +128,7 @@ def main() -> int:
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        os.environ.setdefault("MASTER_PORT", str(s.getsockname()[1]))
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
     if torch.cuda.device_count() < args.nranks:
         print(f"bench_allreduce: {args.nranks} ranks need {args.nranks} GPUs, found {torch.cuda.device_count()}")
         return 2
