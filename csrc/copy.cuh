@@ -118,10 +118,17 @@ __device__ __forceinline__ void reducePlain(const R& r, uint64_t dst, const uint
 
 /* ---------- packets: 8 payload bytes per thread ---------- */
 
+/** loadBytes reads a packet's valid payload bytes from plain memory: one
+ * load for an aligned word or half-word (an element of 4 bytes or less is
+ * the whole payload of a small call), else each byte, all issued at once
+ * (the loop is unrolled: no load waits for the one before). */
 __device__ __forceinline__ uint64_t loadBytes(uint64_t addr, uint32_t valid) {
   if (valid == 8 && (addr & 7) == 0) return *(const uint64_t*)addr;
+  if (valid == 4 && (addr & 3) == 0) return *(const uint32_t*)addr;
   uint64_t w = 0;
-  for (uint32_t b = 0; b < valid; b++) w |= (uint64_t)((const uint8_t*)addr)[b] << (8 * b);
+#pragma unroll
+  for (uint32_t b = 0; b < 8; b++)
+    if (b < valid) w |= (uint64_t)((const uint8_t*)addr)[b] << (8 * b);
   return w;
 }
 __device__ __forceinline__ void storeBytes(uint64_t addr, uint64_t w, uint32_t valid) {
@@ -129,7 +136,13 @@ __device__ __forceinline__ void storeBytes(uint64_t addr, uint64_t w, uint32_t v
     *(uint64_t*)addr = w;
     return;
   }
-  for (uint32_t b = 0; b < valid; b++) ((uint8_t*)addr)[b] = (uint8_t)(w >> (8 * b));
+  if (valid == 4 && (addr & 3) == 0) {
+    *(uint32_t*)addr = (uint32_t)w;
+    return;
+  }
+#pragma unroll
+  for (uint32_t b = 0; b < 8; b++)
+    if (b < valid) ((uint8_t*)addr)[b] = (uint8_t)(w >> (8 * b));
 }
 
 /** movePackets runs a Copy or Reduce step of which some Ref is in packet
