@@ -97,12 +97,15 @@ struct Bound {
 
 /* ---------- Notify and Wait (one thread each) ---------- */
 
-/** signalAt: the {flag, check} pair of slot that a Notify of value v, or a
- * Wait for target v, uses in the flags at base (snac.SignalIndex: one pair
- * per parity of v's call, so a check word is always of its flag's call). */
-__device__ __forceinline__ uint64_t signalAt(uint64_t base, uint32_t slot, uint64_t v) {
-  return base + 16ull * (2ull * slot + (v / kEpochAdvance & 1));
-}
+/** signalPairs: the first of slot's two {flag, check} pairs in the flags at
+ * base; the second follows it. A Notify of value v, or a Wait for target
+ * v, uses the pair of v's call parity (signalPair; snac.SignalIndex), so a
+ * check word is always of its flag's call. run.cu decodes a signal step to
+ * its slot's pairs once, so running it reads no base out of the Launch. */
+__device__ __forceinline__ uint64_t signalPairs(uint64_t base, uint32_t slot) { return base + 32ull * slot; }
+
+/** signalPair: of a slot's pairs at pairs, the one of value v's call parity. */
+__device__ __forceinline__ uint64_t signalPair(uint64_t pairs, uint64_t v) { return pairs + 16ull * (v / kEpochAdvance & 1); }
 
 /** slotSource is the rank that raises a flag slot (snac.SlotSource). */
 __device__ __forceinline__ uint32_t slotSource(uint32_t slot) {
@@ -129,26 +132,28 @@ __device__ __forceinline__ uint32_t waitMask(const Launch& L, uint32_t src) {
   return kAbortAll | (src == (uint32_t)L.rank ? 0u : 1u << src);
 }
 
-/** notify: Notify the peer: its flag and check word in one 16-byte store.
+/** notify: Notify the peer: its flag and check word in one 16-byte store
+ * into the slot's pairs on the peer (pairs, signalPairs).
  * wrote: the block wrote plain memory since its last fence (the caller has
  * passed a barrier after the writes). When it did and this Notify publishes
  * data, a fence first makes the writes visible; any other Notify (a done or
  * consumed signal, an agreement, a greeting) costs one store, not a fence
  * that waits for an NVLink round trip. */
-__device__ __forceinline__ void notify(const Launch& L, const Step& s, uint64_t epoch, bool wrote) {
+__device__ __forceinline__ void notify(uint64_t pairs, const Step& s, uint64_t epoch, bool wrote) {
   const uint64_t v = epoch + (uint64_t)s.delta;
   if (wrote && publishes(s.slot)) asm volatile("fence.acq_rel.sys;" ::: "memory");
-  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(signalAt(L.peers.flags[s.peer], s.slot, v)),
+  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(signalPair(pairs, v)),
                "l"(v), "l"(s.check)
                : "memory");
 }
 
-/** wait: Wait until this rank's flag slot >= epoch+delta (acquire), then
- * compare the check word read with it. Returns a status code (kStatusOK when satisfied). */
-__device__ __forceinline__ uint32_t wait(const Launch& L, const Step& s, uint64_t epoch) {
+/** wait: Wait until this rank's flag slot (its pairs: signalPairs) >=
+ * epoch+delta (acquire), then compare the check word read with it. Returns
+ * a status code (kStatusOK when satisfied). */
+__device__ __forceinline__ uint32_t wait(const Launch& L, uint64_t pairs, const Step& s, uint64_t epoch) {
   const int64_t target = (int64_t)epoch + s.delta;
   if (target <= 0) return kStatusOK;  // names a call before the first: done by definition
-  const uint64_t at = signalAt(L.peers.flags[L.rank], s.slot, (uint64_t)target);
+  const uint64_t at = signalPair(pairs, (uint64_t)target);
   Bound bound(L, waitMask(L, slotSource(s.slot)));
   for (;;) {
     uint64_t flag, check;

@@ -67,7 +67,7 @@ struct Worker {
 struct Peers {
   uint64_t stage[kMaxRanks];
   uint64_t packet[kMaxRanks];
-  uint64_t flags[kMaxRanks];   // {flag, check} uint64_t pairs [NumSlots*2] each (flags.cuh signalAt)
+  uint64_t flags[kMaxRanks];   // {flag, check} uint64_t pairs [NumSlots*2] each (flags.cuh signalPairs)
 };
 
 /** The kernel's argument, passed by value (constant bank). */

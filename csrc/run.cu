@@ -54,23 +54,30 @@ enum Kind : uint8_t {
 
 /** Decoded is a batch step as the run loop reads it: its kind and the
  * address of each Ref for either parity of the epoch, so that running a
- * step costs no Ref arithmetic. */
+ * step costs no Ref arithmetic; a Notify or Wait: dst[0] is its flag
+ * slot's pairs (signalPairs) on the rank it raises or reads. */
 struct Decoded {
   uint8_t kind;
   uint64_t dst[2];
   uint64_t src[2][kMaxSrc];
 };
 
-/** Bases holds base(space, rank) for every space and rank a Ref names:
- * the caller's buffers and every rank's staging and packet memory, copied
- * out of the Launch once per block (an indexed read of the Launch is slow). */
+/** Bases holds base(space, rank) for every space and rank a Ref names (the
+ * caller's buffers and every rank's staging and packet memory) and every
+ * rank's flags, copied out of the Launch once per block: an indexed read of
+ * the Launch is slow. */
 struct Bases {
   uint64_t at[4][kMaxBuffers];  // [space][rank]; 0 where nothing is
+  uint64_t flags[kMaxRanks];
+  uint32_t self;                // this rank
 };
 
-/** fillBases: threads [0, 4*kMaxBuffers) copy one base each. */
+/** fillBases: threads [0, 4*kMaxBuffers) copy one base each, the next
+ * kMaxRanks one rank's flags. */
 __device__ __forceinline__ void fillBases(Bases& b, const Launch& L) {
   const uint32_t t = threadIdx.x, space = t / kMaxBuffers, rank = t % kMaxBuffers;
+  if (t == 0) b.self = (uint32_t)L.rank;
+  if (t >= 4 * kMaxBuffers && t < 4 * kMaxBuffers + kMaxRanks) b.flags[t - 4 * kMaxBuffers] = L.peers.flags[t - 4 * kMaxBuffers];
   if (t >= 4 * kMaxBuffers) return;
   uint64_t base = 0;
   switch (space) {
@@ -97,8 +104,15 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
   if (k >= held) return;
   const Step& s = batch[k];
   Decoded& d = dec[k];
-  if (s.verb == kAdvance || s.verb == kNotify || s.verb == kWait) {
-    d.kind = s.verb == kAdvance ? kKindAdvance : kKindSignal;
+  if (s.verb == kAdvance) {
+    d.kind = kKindAdvance;
+    return;
+  }
+  if (s.verb == kNotify || s.verb == kWait) {
+    const uint32_t rank = s.verb == kNotify ? s.peer : b.self;
+    const uint64_t base = rank < kMaxRanks ? b.flags[rank] : 0;
+    d.dst[0] = signalPairs(base, s.slot);
+    d.kind = base != 0 ? kKindSignal : kKindBadRef;  // a run's first step: atom/cuda checks every peer
     return;
   }
   const int n = s.verb == kCopy ? 1 : s.nsrc;  // snac leaves NSrc 0 on copies
@@ -217,7 +231,7 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
 }
 
 /** signalRun runs, with the lanes of warp 0, the n steps of one verb (Notify
- * or Wait) at run[0..n): lane j takes run[j], step index at+j. n is the
+ * or Wait) at run[0..n), decoded at dec: lane j takes run[j], step index at+j. n is the
  * first step's run (Step.nsrc of a Notify or Wait in the device image, set
  * by atom/cuda's signalRuns: consecutive steps of one verb that name
  * distinct flags, at most 32), cut at the end of the block's batch. Returns
@@ -225,16 +239,16 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
  * fence (notify). A failed wait reports at once, so the run's other waits
  * (they spin on the status word) stop as soon as a sequence of single waits
  * would have. */
-__device__ __forceinline__ uint32_t signalRun(const Launch& L, const Step* run, uint32_t n, uint64_t epoch,
-                                              uint32_t at, bool wrote) {
+__device__ __forceinline__ uint32_t signalRun(const Launch& L, const Step* run, const Decoded* dec, uint32_t n,
+                                              uint64_t epoch, uint32_t at, bool wrote) {
   const uint32_t lane = threadIdx.x;
   if (lane >= n) return kStatusOK;
   const Step& s = run[lane];
   if (s.verb == kNotify) {
-    notify(L, s, epoch, wrote);
+    notify(dec[lane].dst[0], s, epoch, wrote);
     return kStatusOK;
   }
-  const uint32_t st = wait(L, s, epoch);
+  const uint32_t st = wait(L, dec[lane].dst[0], s, epoch);
   if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, at + lane, s.slot));
   return st;
 }
@@ -328,7 +342,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
     uint32_t n = 1;
     if (kind == kKindSignal) {
       n = min(s.nsrc < 1 ? 1u : s.nsrc > 32 ? 32u : (uint32_t)s.nsrc, first + held - i);
-      const uint32_t st = threadIdx.x < 32 ? signalRun(L, &s, n, epoch, i, wrote) : kStatusOK;
+      const uint32_t st = threadIdx.x < 32 ? signalRun(L, &s, &d, n, epoch, i, wrote) : kStatusOK;
       if (s.verb == kNotify && publishes(s.slot)) wrote = false;  // lane 0 fenced
       // After a Wait every thread may read what it waited for; a Notify
       // publishes what the barrier before it ordered and needs no other.

@@ -18,7 +18,8 @@ func TestPlanBytes(t *testing.T) {
 			{Channel: snac.Collective, Index: 1, First: 2, Count: 1},
 			{Channel: snac.SendChannel(1), Index: 0, First: 3, Count: 1},
 		},
-		Steps: []snac.Step{{Verb: snac.Copy, Bytes: 5}, {Verb: snac.Notify, Peer: 1, Slot: 9}, {Verb: snac.Wait}, {Verb: snac.Reduce, NSrc: 2}},
+		Steps:  []snac.Step{{Verb: snac.Copy, Bytes: 5}, {Verb: snac.Notify, Peer: 1, Slot: 9}, {Verb: snac.Wait}, {Verb: snac.Reduce, NSrc: 2}},
+		NRanks: 2,
 	}
 	b, err := planBytes(p)
 	require.NoError(t, err)
@@ -48,6 +49,7 @@ func TestPlanBytesRejectsBadPlans(t *testing.T) {
 		"reduce no src":  {Workers: []snac.Worker{{Count: 1}}, Steps: []snac.Step{{Verb: snac.Reduce}}},
 		"bad channel":    {Workers: []snac.Worker{{Channel: snac.NumChannels}}},
 		"too many srcs":  {Workers: []snac.Worker{{Count: 1}}, Steps: []snac.Step{{Verb: snac.Reduce, NSrc: snac.MaxSrc + 1}}},
+		"notify no rank": {Workers: []snac.Worker{{Count: 1}}, Steps: []snac.Step{{Verb: snac.Notify, Peer: 2}}, NRanks: 2},
 	} {
 		_, err := planBytes(p)
 		require.Error(t, err, name)
