@@ -137,15 +137,15 @@ func (b *builder) wait(w int, slot uint32, delta int64, check uint64) {
 }
 
 // plan assembles the workers: worker 0 framed by the agreement or the
-// hellos of a collective, every worker of a point-to-point Plan by the
-// done rule.
+// hellos of a collective, every worker of a point-to-point Plan headed by
+// the done rule.
 func (b *builder) plan(regime Regime) *Plan {
 	p := &Plan{Regime: regime, NRanks: b.n, Rank: b.me}
 	ch := b.channel()
 	for w := range b.steps {
 		first := len(p.Steps)
-		if b.p2p && b.writes {
-			b.doneHead(p)
+		if b.p2p {
+			b.doneHead(p, w)
 		}
 		switch {
 		case w == 0 && b.agree:
@@ -154,9 +154,6 @@ func (b *builder) plan(regime Regime) *Plan {
 			p.Steps = b.greeted(p.Steps, b.steps[w])
 		default:
 			p.Steps = append(p.Steps, b.steps[w]...)
-		}
-		if b.p2p {
-			b.doneTail(p, w)
 		}
 		p.Workers = append(p.Workers, Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)})
 	}

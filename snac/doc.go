@@ -33,11 +33,12 @@
 // On the collective channel that needs no flag of its own: every rank
 // hears from every other in each collective, greeting the ranks a V
 // collective leaves silent (hello.go). On a point-to-point channel the
-// receiver's workers raise a flag on their own rank when done; its worker
-// 0 waits for them and raises FlagDone (value epoch+EpochAdvance) on the
-// sender, whose workers wait for FlagDone >= epoch+DoneDelta before they
-// write (the done rule, done.go). Done flags carry the constant check word
-// DoneCheck, since they outlive the call that raised them.
+// receiver's worker 0 raises FlagDone on the sender with its epoch as a
+// transfer begins (the transfers before it are done: a rank's calls run one
+// after another), and the sender's workers wait for FlagDone >=
+// epoch+DoneDelta before they write (the done rule, done.go). Done flags
+// carry the constant check word DoneCheck, since they outlive the call
+// that raised them.
 //
 // # PreMulSum
 //

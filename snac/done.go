@@ -2,30 +2,27 @@ package snac
 
 // The done rule of point-to-point channels (see doc.go): before a sender's
 // worker first writes a staging or packet half, it waits until the
-// receiver has finished the transfer two transfers ago; the receiver says
-// so once per transfer, from its channel's worker 0, after all its workers
-// are done. (The collective channel needs no done rule: see hello.go.)
+// receiver has finished the transfer two transfers ago. The receiver says
+// so at the start of the transfer after that one, from its channel's worker
+// 0, before anything else: a rank's calls run one after another (an Atom
+// starts a Plan's work once the Plan before it has ended, the kernel
+// boundary of a GPU), so when a transfer starts every worker of the one
+// before it is done, and the receiver needs no join of its workers at the
+// end of a transfer (which cost a flag round trip on its critical path).
+// Within one merged Plan, where nothing separates two transfers chained on
+// a receive channel, Merge puts that join between them instead (merge.go).
+// The sender's transfer two ahead thus waits for the receiver's next one
+// to have begun; a transfer's data never waits for it.
 
-// doneHead: the receiver's worker waits for nothing; the sender's for the
-// receiver's FlagDone of the transfer two transfers ago.
-func (b *builder) doneHead(p *Plan) {
-	p.Steps = append(p.Steps, Step{Verb: Wait, Slot: FlagSlot(SendChannel(b.peer), FlagDone, b.peer, 0), Delta: DoneDelta, Check: DoneCheck})
-}
-
-// doneTail: on the receiver, workers 1.. raise a flag on their own rank;
-// worker 0 waits for them, then raises FlagDone on the sender. The sender's
-// workers raise nothing (the receiver never writes for the sender).
-func (b *builder) doneTail(p *Plan, w int) {
-	if b.sender {
-		return
+// doneHead frames the head of a transfer: the sender's workers wait for the
+// receiver's FlagDone of the transfer two transfers ago (value epoch of the
+// one before this, DoneDelta); the receiver's worker 0 raises FlagDone on
+// the sender with this transfer's epoch: every transfer before it is done.
+func (b *builder) doneHead(p *Plan, w int) {
+	switch {
+	case b.writes:
+		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: FlagSlot(SendChannel(b.peer), FlagDone, b.peer, 0), Delta: DoneDelta, Check: DoneCheck})
+	case !b.sender && w == 0:
+		p.Steps = append(p.Steps, Step{Verb: Notify, Peer: uint8(b.peer), Slot: FlagSlot(SendChannel(b.me), FlagDone, b.me, 0), Delta: 0, Check: DoneCheck})
 	}
-	ch := b.channel()
-	if w != 0 {
-		p.Steps = append(p.Steps, Step{Verb: Notify, Peer: uint8(b.me), Slot: FlagSlot(ch, FlagDone, b.me, w), Delta: EpochAdvance, Check: DoneCheck})
-		return
-	}
-	for v := 1; v < len(b.steps); v++ {
-		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: FlagSlot(ch, FlagDone, b.me, v), Delta: EpochAdvance, Check: DoneCheck})
-	}
-	p.Steps = append(p.Steps, Step{Verb: Notify, Peer: uint8(b.peer), Slot: FlagSlot(SendChannel(b.me), FlagDone, b.me, 0), Delta: EpochAdvance, Check: DoneCheck})
 }

@@ -72,14 +72,15 @@ func (x *exchange) peers() (sends, hears uint64) {
 	return sends, hears
 }
 
-// join appends, to worker idx of a chain of width workers, the join that
-// ends one collective of the chain: it raises its own flag on this rank,
-// then waits for every worker's (one run of waits). epoch+EpochAdvance is
-// the value: the next call's epoch, above any earlier join's.
-func join(dst []Step, rank int, idx uint16, width int) []Step {
-	dst = append(dst, Step{Verb: Notify, Peer: uint8(rank), Slot: FlagSlot(Collective, FlagDone, rank, int(idx)), Delta: EpochAdvance, Check: DoneCheck})
+// join appends, to worker idx of a chain of width workers on channel ch,
+// the join that ends one call of the chain: it raises its own flag on this
+// rank, then waits for every worker's (one run of waits).
+// epoch+EpochAdvance is the value: the next call's epoch, above any earlier
+// join's.
+func join(dst []Step, ch uint16, rank int, idx uint16, width int) []Step {
+	dst = append(dst, Step{Verb: Notify, Peer: uint8(rank), Slot: FlagSlot(ch, FlagDone, rank, int(idx)), Delta: EpochAdvance, Check: DoneCheck})
 	for v := range width {
-		dst = append(dst, Step{Verb: Wait, Slot: FlagSlot(Collective, FlagDone, rank, v), Delta: EpochAdvance, Check: DoneCheck})
+		dst = append(dst, Step{Verb: Wait, Slot: FlagSlot(ch, FlagDone, rank, v), Delta: EpochAdvance, Check: DoneCheck})
 	}
 	return dst
 }

@@ -19,9 +19,10 @@ import (
 // chained: worker index w runs them in group order, an Advance step between
 // two, so each runs at the epoch it would have if launched alone after the
 // one before it, and the merged Plan advances the channel's epochs once per
-// call. Collectives chained on the collective channel are joined between
-// one another (every worker raises a flag on its own rank and waits for all
-// of them), as a kernel boundary would: see hello.go. A call's flags,
+// call. Collectives chained on the collective channel, and transfers
+// chained on a receive channel, are joined between one another (every
+// worker raises a flag on its own rank and waits for all of them), as a
+// kernel boundary would: see hello.go and done.go. A call's flags,
 // packets, check words, staging half and done rule are thus the same
 // however the calls around it are grouped: the k-th send from one rank to
 // another matches the k-th receive there whether either side posted them in
@@ -95,8 +96,8 @@ func (out *Plan) appendChain(ch uint16, links []chainLink) {
 		first := len(out.Steps)
 		for i, part := range parts {
 			if i > 0 {
-				if ch == Collective { // see hello.go
-					out.Steps = join(out.Steps, out.Rank, idx, width)
+				if ch == Collective || receiving(ch) { // see hello.go and done.go
+					out.Steps = join(out.Steps, ch, out.Rank, idx, width)
 				}
 				out.Steps = append(out.Steps, Step{Verb: Advance})
 			}

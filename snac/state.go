@@ -32,6 +32,9 @@ func SendChannel(peer int) uint16 { return uint16(1 + peer) }
 // RecvChannel is this rank's channel for transfers from peer.
 func RecvChannel(peer int) uint16 { return uint16(1 + MaxRanks + peer) }
 
+// receiving reports whether ch is a receive channel (RecvChannel).
+func receiving(ch uint16) bool { return ch > MaxRanks && ch < NumChannels }
+
 // Flag kinds. A flag slot is owned by the rank it lives on and written by
 // one remote (src, worker) pair only.
 const (
