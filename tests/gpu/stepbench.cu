@@ -10,12 +10,15 @@
  *   packets  16 pairs of a Copy of 16 bytes into this GPU's own packet
  *            window and a Reduce of the input with those packets (float sum),
  *            the shape of a small AllReduce's steps without a peer
+ *   signals  16 pairs of a Notify of this GPU's own flag and a Wait for it,
+ *            each satisfied at once: what a signal step costs besides the
+ *            flag's flight between GPUs
  * and, as the floor, a plain kernel that copies 16 bytes and passes a
- * barrier 33 times. No peer and no other GPU: flags and waits are not timed.
+ * barrier 33 times. No peer and no other GPU.
  *
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench [PLAN]
  *
- * PLAN (one copy, copies or packets) runs that Plan alone and no floor: one
+ * PLAN (one copy, copies, packets or signals) runs that Plan alone and no floor: one
  * shape for a profiler to sample.
  */
 #include <cuda_runtime.h>
@@ -106,12 +109,14 @@ int main(int argc, char** argv) {
   MUST(cudaSetDevice(0));
   int clockKHz = 0;
   MUST(cudaDeviceGetAttribute(&clockKHz, cudaDevAttrClockRate, 0));
-  void *send, *recv, *packets, *steps, *workers, *fill, *epochs, *abortWord, *status;
+  void *send, *recv, *packets, *flags, *steps, *workers, *fill, *epochs, *abortWord, *status;
   MUST(cudaMalloc(&send, 4096));
   MUST(cudaMalloc(&recv, 4096));
   MUST(cudaMalloc(&packets, 1 << 16));
   MUST(cudaMemset(send, 1, 4096));
   MUST(cudaMemset(packets, 0, 1 << 16));
+  MUST(cudaMalloc(&flags, 1 << 16));
+  MUST(cudaMemset(flags, 0, 1 << 16));
   MUST(cudaMalloc(&steps, 64 * sizeof(Step)));
   MUST(cudaMalloc(&workers, sizeof(Worker)));
   MUST(cudaMalloc(&fill, 2));
@@ -130,11 +135,12 @@ int main(int argc, char** argv) {
   L.abortFlag = (uint64_t)abortWord, L.status = (uint64_t)status, L.timeoutNs = 1000000000ull;
   L.dtype = kFloat32, L.op = kSum, L.nranks = 1, L.rank = 0;
   L.send[0] = (uint64_t)send, L.recv[0] = (uint64_t)recv, L.peers.packet[0] = (uint64_t)packets;
+  L.peers.flags[0] = (uint64_t)flags;
 
   struct Plan {
     const char* name;
     std::vector<Step> steps;
-  } plans[3];
+  } plans[4];
   plans[0].name = "one copy";
   plans[0].steps.push_back(copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), 16));
   plans[1].name = "copies";
@@ -147,6 +153,14 @@ int main(int argc, char** argv) {
     Step r = copyStep(ref(kSpaceRecv, 16 * k), ref(kSpaceSend, 16 * k), 16);
     r.verb = kReduce, r.nsrc = 2, r.src[1] = ref(kSpacePacket, 64 * k, half);
     plans[2].steps.push_back(r);
+  }
+  plans[3].name = "signals";
+  for (int k = 0; k < kPairs; k++) {
+    Step n = copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), 0);
+    n.verb = kNotify, n.slot = (uint32_t)k, n.peer = 0, n.nsrc = 1;  // a run of one (atom/cuda signalRuns)
+    plans[3].steps.push_back(n);
+    n.verb = kWait;
+    plans[3].steps.push_back(n);
   }
 
   printf("stepbench: GPU 0 at %d MHz; times per launch (graph of %d, %d replays); cycles per step (median)\n",
@@ -168,7 +182,8 @@ int main(int argc, char** argv) {
     purlin_run<<<1, kThreads, 0, s>>>(L);
     MUST(cudaStreamSynchronize(s));
     MUST(cudaMemcpyFromSymbol(t, traceClock, sizeof t));
-    for (int verb = 0; verb < 2; verb++) {
+    static const char* verbs[] = {"Copy", "Reduce", "Notify", "Wait"};
+    for (int verb = 0; verb < 4; verb++) {
       std::vector<long long> fence, body, next;
       for (uint32_t i = 0; i < n && i < 64; i++) {
         if (p.steps[i].verb != verb) continue;
@@ -179,7 +194,7 @@ int main(int argc, char** argv) {
       if (body.empty()) continue;
       printf("stepbench: %-8s %2u steps, %7.3f us a launch; a %s step: %lld cycles to its barrier, %lld in it, "
              "%lld to the next\n",
-             p.name, n, us, verb == kCopy ? "Copy" : "Reduce", median(fence), median(body), median(next));
+             p.name, n, us, verbs[verb], median(fence), median(body), median(next));
     }
   }
   for (int n : {1, kCopies}) {
