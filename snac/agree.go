@@ -6,18 +6,29 @@ package snac
 // from the root it names, and returns its own data as a success. Worse,
 // a rank may wait for a transfer its claimed root never makes.
 //
-// So worker 0 of a rooted Plan first sends the call's check word to every
-// rank (FlagAgree), and waits for every rank's before its first step that
-// waits for a peer. Every rank sends before it waits, so nobody blocks on a
-// rank that disagrees; and any two ranks that disagree make every rank see
-// a check word that differs from its own (a rank cannot agree with both),
-// so every rank fails with errs.ErrMismatch. Steps before the waits only
-// write (a root's packets and staged chunks), so a root's data still leaves
-// at once. Every rank hears from every other here, which is also what lets
-// the collective channel go without a done rule (hello.go).
+// So a rooted Plan first sends the call's check word to every rank
+// (FlagAgree), then waits for every rank's. Every rank sends before it
+// waits, so nobody blocks on a rank that disagrees; and any two ranks that
+// disagree make every rank see a check word that differs from its own (a
+// rank cannot agree with both), so every rank fails with errs.ErrMismatch.
+// Every rank hears from every other here, which is also what lets the
+// collective channel go without a done rule (hello.go).
+//
+// Where the call's data leaves a worker free (every small call), the
+// agreement runs on a worker of its own, beside the data: an agreement
+// orders no data (a rank raises it before it writes anything), so nothing
+// waits for it but the end of the call, and the flag's flight and the
+// wait's load are off the data's path. A data worker that meanwhile waits
+// for a transfer its claimed root never makes is ended by the agreement's
+// failure, as any wait is by an earlier error on its rank (the Atoms bound
+// every wait so). Otherwise worker 0 sends first and waits before its first
+// step that waits for a peer; the steps before only write (a root's packets
+// and staged chunks), so a root's data still leaves at once.
 
-// agreed appends worker 0's body framed by the agreement.
-func (b *builder) agreed(dst, body []Step) []Step {
+// agreement appends the agreement: a notify to every other rank, then, when
+// body is not nil, body's steps up to its first that waits for a peer, then
+// a wait for every other rank, then the rest of body.
+func (b *builder) agreement(dst, body []Step) []Step {
 	others := b.others()
 	for _, q := range others {
 		dst = append(dst, Step{Verb: Notify, Peer: uint8(q), Slot: FlagSlot(Collective, FlagAgree, b.me, 0), Delta: 1, Check: b.check})

@@ -16,10 +16,14 @@ type builder struct {
 	sender bool     // p2p: this rank sends
 	steps  [][]Step // per worker
 	writes bool     // p2p: this rank writes staging or packets (needs the done head)
-	// check is the call's check word; agree: worker 0 exchanges it with
+	// check is the call's check word; agree: the Plan exchanges it with
 	// every rank before it waits for any (rooted collectives, see agree.go).
 	agree bool
 	check uint64
+	// aside is the worker, the Plan's last, that runs what no transfer of
+	// the call waits for, beside them: a small call's local copies (emit)
+	// or a rooted call's agreement (agree.go); 0 when there is none.
+	aside int
 	// helloTo, helloFrom: the ranks this one sends nothing to, and hears
 	// nothing from, in a collective: worker 0 greets the first and waits for
 	// the greeting of the second (see hello.go).
@@ -136,20 +140,34 @@ func (b *builder) wait(w int, slot uint32, delta int64, check uint64) {
 	b.add(w, Step{Verb: Wait, Slot: slot, Delta: delta, Check: check})
 }
 
-// plan assembles the workers: worker 0 framed by the agreement or the
-// hellos of a collective, every worker of a point-to-point Plan headed by
-// the done rule.
+// setAside adds the aside worker when the call's data leaves one free.
+func (b *builder) setAside() {
+	if len(b.steps) < b.t.Workers {
+		b.aside = len(b.steps)
+		b.steps = append(b.steps, nil)
+	}
+}
+
+// plan assembles the workers: worker 0 framed by the agreement of a rooted
+// collective or the hellos of another, every worker of a point-to-point
+// Plan headed by the done rule. A rooted call whose data leaves a worker
+// free runs its agreement on the aside worker instead.
 func (b *builder) plan(regime Regime) *Plan {
 	p := &Plan{Regime: regime, NRanks: b.n, Rank: b.me}
 	ch := b.channel()
+	if b.agree && b.aside == 0 {
+		b.setAside()
+	}
 	for w := range b.steps {
 		first := len(p.Steps)
 		if b.p2p {
 			b.doneHead(p, w)
 		}
 		switch {
-		case w == 0 && b.agree:
-			p.Steps = b.agreed(p.Steps, b.steps[w])
+		case w == b.aside && b.aside != 0 && b.agree:
+			p.Steps = b.agreement(p.Steps, nil)
+		case w == 0 && b.agree && b.aside == 0:
+			p.Steps = b.agreement(p.Steps, b.steps[w])
 		case w == 0:
 			p.Steps = b.greeted(p.Steps, b.steps[w])
 		default:

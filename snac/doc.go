@@ -56,7 +56,7 @@
 // packet its low 32 bits, so ranks that disagree on a call get
 // errs.ErrMismatch instead of wrong data. In rooted collectives the root
 // decides who reads from whom, so ranks naming different roots might never
-// compare: there worker 0 first exchanges the check word with every rank
+// compare: there the Plan also exchanges the check word with every rank
 // (FlagAgree, see agree.go), and every rank fails on a disagreement.
 //
 // # Groups and caching

@@ -37,18 +37,33 @@ type reduceFlow struct {
 type localFlow struct{ src, dst, length uint64 }
 
 // emit writes the exchange into b's workers: packet sends, local copies,
-// the staged chunk loop, then packet receives.
+// the staged chunk loop, then packet receives. A call of packets alone that
+// leaves a worker free copies its local data there, whole (builder.aside):
+// no transfer waits for it, and the packets' flight no longer waits behind
+// its loads. A rooted call keeps its local copies with its data (its aside
+// worker runs the agreement, the longer path: with the copy there too, a
+// small Broadcast took 2.48 us instead of 2.19).
 func (b *builder) emit(x *exchange) {
+	if len(x.locals) > 0 && b.chunkCount(x) == 0 && !b.agree {
+		b.setAside()
+	}
 	for w := range b.g.workers {
 		b.emitPacketSends(w, x)
 		for _, l := range x.locals {
-			lo, hi := b.g.span(l.length, w)
-			b.copy(w, recvRef(l.dst+lo), sendRef(l.src+lo), hi-lo, 0, 0)
+			if b.aside == 0 {
+				lo, hi := b.g.span(l.length, w)
+				b.copy(w, recvRef(l.dst+lo), sendRef(l.src+lo), hi-lo, 0, 0)
+			}
 		}
 		for c := range b.chunkCount(x) {
 			b.emitChunk(w, c, x)
 		}
 		b.emitPacketReceives(w, x)
+	}
+	for _, l := range x.locals {
+		if b.aside != 0 {
+			b.copy(b.aside, recvRef(l.dst), sendRef(l.src), l.length, 0, 0)
+		}
 	}
 }
 
