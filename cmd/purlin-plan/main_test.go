@@ -42,9 +42,10 @@ func TestRegimesAndBlocks(t *testing.T) {
 	require.Equal(t, "32", last[2])
 
 	// Per-rank counts: an AllGather of 8 bytes over 4 ranks is 2 bytes a rank
-	// in int8: packets to each of 3 peers, the local copy, a copy from each.
+	// in int8: block 0 sends packets to each of 3 peers and copies from
+	// each; a second block makes the local copy beside them.
 	r = rows(t, "-ranks", "4", "-type", "int8", "-from", "8", "-to", "8", "allgather")
-	require.Equal(t, [][]string{{"8", "packet", "1", "7"}}, r)
+	require.Equal(t, [][]string{{"8", "packet", "2", "6"}}, r)
 
 	// -steps lists block 0's steps under its row.
 	o, err := parse([]string{"-from", "8", "-to", "8", "-steps", "sendrecv"})
