@@ -11,8 +11,9 @@ import (
 
 // What no transfer waits for runs beside the data on a worker of its own,
 // the Plan's last, when the data leaves one free: a small rooted call's
-// agreement (notifies, then waits), and a small call's local copies. A call
-// whose data takes every worker keeps them on its data workers.
+// agreement (notifies, then waits; a rooted call of packets always leaves
+// one), and a small call's local copies. A call whose data takes every
+// worker keeps them on its data workers.
 func TestAsideWorker(t *testing.T) {
 	topo := snac.Topology{NRanks: 4, Rank: 0, Workers: 8, StageHalf: 64 << 20,
 		P2PHalf: 1 << 20, PacketMax: 64 << 10, ChunkMax: 1 << 20}
@@ -42,6 +43,10 @@ func TestAsideWorker(t *testing.T) {
 		last := small.WorkerSteps(len(small.Workers) - 1)
 		require.Equal(t, []snac.Verb{snac.Notify, snac.Notify, snac.Notify, snac.Wait, snac.Wait, snac.Wait}, verbs(last), "%s", coll)
 		require.Zero(t, agreeSteps(small.WorkerSteps(0)), "%s: worker 0 holds only data", coll)
+
+		full := build(coll, 4<<10) // packets that could fill every worker leave one to the agreement
+		require.Len(t, full.Workers, topo.Workers, "%s", coll)
+		require.Equal(t, 6, agreeSteps(full.WorkerSteps(topo.Workers-1)), "%s", coll)
 
 		large := build(coll, 1<<20)
 		require.Equal(t, 6, agreeSteps(large.WorkerSteps(0)), "%s: every worker moves data; worker 0 agrees", coll)

@@ -44,7 +44,12 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		// MaxWorkers workers, so each point-to-point Plan takes its share only.
 		t.Workers = max(1, min(t.Workers, MaxWorkers/(2*t.NRanks)))
 	}
-	g, err := newGeometry(t, half, longest, segs, known && longest <= t.PacketMax, !known)
+	packets := known && longest <= t.PacketMax
+	gt := t
+	if c.Coll.Rooted() && c.NRanks > 1 && packets && t.Workers > 1 {
+		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)
+	}
+	g, err := newGeometry(gt, half, longest, segs, packets, !known)
 	if err != nil {
 		return nil, err
 	}
