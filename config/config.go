@@ -46,8 +46,9 @@ type Settings struct {
 	// Atom's default, 32).
 	MaxCTAs int
 	// PacketBytes is PURLIN_PACKET_BYTES: the largest payload per rank that
-	// moves as packets, one store carrying data and flag (0 means the Atom's
-	// default, 16 KiB).
+	// AllReduce and SendRecv move as packets, one store carrying data and
+	// flag; the other collectives move half of it so (0 means the Atom's
+	// default).
 	PacketBytes uint64
 	// P2PBytes is PURLIN_P2P_BYTES: bytes of one half of each peer's
 	// point-to-point staging area (0 means the Atom's default).

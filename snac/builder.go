@@ -24,6 +24,8 @@ type builder struct {
 	// the call waits for, beside them: a small call's local copies (emit)
 	// or a rooted call's agreement (agree.go); 0 when there is none.
 	aside int
+	// packetMax is the longest transfer that moves as packets (packetLimit).
+	packetMax uint64
 	// helloTo, helloFrom: the ranks this one sends nothing to, and hears
 	// nothing from, in a collective: worker 0 greets the first and waits for
 	// the greeting of the second (see hello.go).
@@ -36,7 +38,7 @@ type builder struct {
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
 	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
-		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c, t),
+		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c, t), packetMax: packetLimit(c, t),
 		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
 }
 

@@ -14,7 +14,9 @@
 // known to both ends: the topology and the call's shape; V collectives use the
 // lengths all ranks pass, AllToAllV a pair's own count):
 //
-//	packet   length <= PacketMax: one-shot packets, no separate notify
+//	packet   length <= PacketMax (AllReduce, SendRecv) or PacketMax/2 (the
+//	         rest, whose staged form is one phase: packetLimit): one-shot
+//	         packets, no separate notify
 //	staged   one chunk per worker: stage, notify, consume
 //	chunked  several chunks, each in its own slot of the worker's region
 //	ring     more chunks than slots: slots are reused; consumers raise

@@ -67,7 +67,7 @@ func (b *builder) emit(x *exchange) {
 	}
 }
 
-func (b *builder) isPacket(length uint64) bool { return length <= b.t.PacketMax }
+func (b *builder) isPacket(length uint64) bool { return length <= b.packetMax }
 
 func (b *builder) emitPacketSends(w int, x *exchange) {
 	for _, o := range x.outs {

@@ -17,7 +17,7 @@ import (
 
 // testTopo is small, so every regime (ring included) is reached by small sizes.
 func testTopo(n int) snac.Topology {
-	return snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 16 << 10, PacketMax: 1 << 10, ChunkMax: 8 << 10}
+	return snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 16 << 10, PacketMax: 2 << 10, ChunkMax: 8 << 10}
 }
 
 const base = 1 << 12 // simulated address of every rank's user memory

@@ -21,7 +21,7 @@ const (
 	p2pBudget = 64 << 20
 	// packetBudget is the packet payload of all ranks together:
 	// DefaultPacketMax gives each rank its share.
-	packetBudget = 1 << 20
+	packetBudget = 2 << 20
 	// DefaultChunkMax bounds one worker's chunk in the chunked and ring
 	// regimes (PURLIN_CHUNK_BYTES overrides it).
 	DefaultChunkMax = 1 << 20
@@ -52,11 +52,13 @@ func DefaultP2PHalf(nranks int) uint64 { return share(p2pBudget, nranks, 1<<20, 
 
 // DefaultPacketMax is the largest payload per rank sent as 16-byte packets
 // (latency-bound sizes: one store carries data and flag, no flag round
-// trip; PURLIN_PACKET_BYTES overrides it): 1 MiB shared among the ranks,
-// from 16 KiB to 512 KiB a rank, so one rank's packet buffer (8 windows a
-// rank) is 8 MiB at any size of communicator. On 2x H200 packets beat
-// staging up to 512 KiB a rank (AllReduce at 512 KiB: 7.5 us, staged 12).
-func DefaultPacketMax(nranks int) uint64 { return share(packetBudget, nranks, 16<<10, 512<<10) }
+// trip; PURLIN_PACKET_BYTES overrides it): 2 MiB shared among the ranks,
+// from 16 KiB to 1 MiB a rank, so one rank's packet buffer (8 windows a
+// rank) is 16 MiB at any size of communicator. AllReduce and SendRecv use
+// it whole, the other collectives half (snac's packetLimit): on 2x H200
+// packets beat staging up to 1 MiB for the first two (AllReduce of 1 MiB:
+// 11.6 us as packets, 13.6 staged) and up to 512 KiB for the rest.
+func DefaultPacketMax(nranks int) uint64 { return share(packetBudget, nranks, 16<<10, 1<<20) }
 
 // share is budget/nranks, rounded down to 4 KiB and clamped to [lo, hi].
 func share(budget uint64, nranks int, lo, hi uint64) uint64 {

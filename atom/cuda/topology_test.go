@@ -16,8 +16,8 @@ func TestDefaultShares(t *testing.T) {
 		n           int
 		packet, p2p uint64
 	}{
-		{1, 512 << 10, 32 << 20}, {2, 512 << 10, 32 << 20}, {3, 340 << 10, 21844 << 10},
-		{4, 256 << 10, 16 << 20}, {8, 128 << 10, 8 << 20}, {64, 16 << 10, 1 << 20},
+		{1, 1 << 20, 32 << 20}, {2, 1 << 20, 32 << 20}, {3, 680 << 10, 21844 << 10},
+		{4, 512 << 10, 16 << 20}, {8, 256 << 10, 8 << 20}, {64, 32 << 10, 1 << 20},
 	} {
 		require.Equal(t, c.packet, DefaultPacketMax(c.n), "packet, %d ranks", c.n)
 		require.Equal(t, c.p2p, DefaultP2PHalf(c.n), "p2p, %d ranks", c.n)
