@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"runtime"
 	"testing"
 
 	"purlin/spec"
@@ -18,6 +19,44 @@ func BenchmarkCollectiveCall(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		call.Coll, call.Count, call.Type = spec.AllReduce, 64, spec.Float32
 		if err := c.Collective(&call, 0); err != nil {
+			b.Fatal(err)
+		}
+		if i%256 == 255 {
+			b.StopTimer()
+			c.Synchronize()
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	c.Synchronize()
+}
+
+// BenchmarkGroupedSendRecv is the host path of a group holding a send to
+// this rank and a receive from it (every rank's part of a SendRecv
+// exchange): queueing both, then GroupEnd's merged Plan and Launch. Its
+// allocations are the figure to watch (each feeds the collector, whose
+// pauses land on callers); its time includes the host Atom running the
+// transfer on the same CPUs, unlike a GPU's.
+func BenchmarkGroupedSendRecv(b *testing.B) {
+	runtime.LockOSThread() // a group belongs to its thread
+	defer runtime.UnlockOSThread()
+	c := startComms(b, 1, testConfig())[0]
+	in, out := newBuffer(b, 1024), newBuffer(b, 1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		send := spec.Call{Coll: spec.SendRecv, Send: in.addr(), Count: 64, Type: spec.Float32, Peer: 0, IsSend: true}
+		recv := spec.Call{Coll: spec.SendRecv, Recv: out.addr(), Count: 64, Type: spec.Float32, Peer: 0}
+		if err := GroupStart(); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Collective(&send, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Collective(&recv, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := GroupEnd(); err != nil {
 			b.Fatal(err)
 		}
 		if i%256 == 255 {

@@ -5,7 +5,6 @@ import (
 
 	"purlin/atom"
 	"purlin/errs"
-	"purlin/snac"
 	"purlin/spec"
 )
 
@@ -65,11 +64,13 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	return err
 }
 
-// launchMerged builds the Plans of a group's operations, merges them into
-// one (buffer i is operation i's) and launches it on stream. A merge past
-// the limits of one launch (atom.MaxBuffers calls, snac.Merge's workers)
-// launches nothing and returns its error.
-func (c *Comm) launchMerged(ops []groupOp, stream uintptr) error {
+// launchMerged builds the Plans of a group's operations on c, merges them
+// into one (buffer i is operation i's) and launches it on stream. A merge
+// past the limits of one launch (atom.MaxBuffers calls, snac.Merge's
+// workers) launches nothing and returns its error. The lists it passes on
+// are the group's own (Merge's cache copies the Plans, Launch does not
+// retain the buffers).
+func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) error {
 	if err := c.usable(ops[0].call.Coll.String()); err != nil {
 		return err
 	}
@@ -79,21 +80,20 @@ func (c *Comm) launchMerged(ops []groupOp, stream uintptr) error {
 	if len(ops) > atom.MaxBuffers {
 		return errs.New(errs.ErrUnsupported, "GroupEnd: %d operations of rank %d in one launch, at most %d", len(ops), c.rank, atom.MaxBuffers)
 	}
-	plans := make([]*snac.Plan, len(ops))
-	bufs := make([]atom.Buffers, len(ops))
+	g.plans, g.bufs = g.plans[:0], g.bufs[:0]
 	for i := range ops {
 		p, err := c.plans.get(&ops[i].call)
 		if err != nil {
 			return err
 		}
-		plans[i] = p
-		bufs[i] = atom.Buffers{Send: ops[i].call.Send, Recv: ops[i].call.Recv}
+		g.plans = append(g.plans, p)
+		g.bufs = append(g.bufs, atom.Buffers{Send: ops[i].call.Send, Recv: ops[i].call.Recv})
 	}
-	merged, err := c.plans.merge(plans)
+	merged, err := c.plans.merge(g.plans)
 	if err != nil {
 		return errs.New(errs.ErrInternal, "GroupEnd: merging %d operations of rank %d: %v", len(ops), c.rank, err)
 	}
-	return c.dp.Launch(merged, bufs, stream)
+	return c.dp.Launch(merged, g.bufs, stream)
 }
 
 // cloneCall copies call with its own vectors: a queued call must not alias

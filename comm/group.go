@@ -7,7 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"purlin/atom"
 	"purlin/errs"
+	"purlin/snac"
 	"purlin/spec"
 )
 
@@ -30,6 +32,35 @@ type group struct {
 	inits []deferredInit
 	jobs  []func() error // deferred splits
 	ops   []groupOp
+	// Scratch of GroupEnd's launches, kept with the group: a closed group
+	// goes back to groupPool, so a thread's groups allocate nothing once
+	// warm (the collector's pauses would land on the calling thread).
+	order      []*Comm
+	mine       []groupOp
+	colls, p2p []groupOp
+	merged     []groupOp
+	streams    []uintptr
+	plans      []*snac.Plan
+	bufs       []atom.Buffers
+}
+
+var groupPool = sync.Pool{New: func() any { return new(group) }}
+
+// release returns a closed group to groupPool, its slices emptied (their
+// arrays kept) and cleared of references.
+func (g *group) release() {
+	clear(g.inits)
+	clear(g.jobs)
+	clear(g.ops)
+	clear(g.order)
+	clear(g.mine)
+	clear(g.colls)
+	clear(g.p2p)
+	clear(g.merged)
+	clear(g.plans)
+	*g = group{inits: g.inits[:0], jobs: g.jobs[:0], ops: g.ops[:0], order: g.order[:0], mine: g.mine[:0],
+		colls: g.colls[:0], p2p: g.p2p[:0], merged: g.merged[:0], streams: g.streams[:0], plans: g.plans[:0], bufs: g.bufs[:0]}
+	groupPool.Put(g)
 }
 
 type deferredInit struct {
@@ -71,7 +102,7 @@ func GroupStart() error {
 	}
 	g := groups.byTid[tid]
 	if g == nil {
-		g = &group{}
+		g = groupPool.Get().(*group)
 		groups.byTid[tid] = g
 		groups.open.Add(1)
 	}
@@ -97,11 +128,16 @@ func GroupEnd() error {
 	delete(groups.byTid, tid)
 	groups.open.Add(-1)
 	groups.mu.Unlock()
-	return g.run()
+	err := g.run()
+	g.release()
+	return err
 }
 
 // run executes a closed group: inits and splits concurrently, then launches.
 func (g *group) run() error {
+	if len(g.inits)+len(g.jobs) == 0 {
+		return g.launch()
+	}
 	var wg sync.WaitGroup
 	errList := make([]error, len(g.inits)+len(g.jobs))
 	for i, d := range g.inits {
@@ -120,7 +156,7 @@ func (g *group) run() error {
 	}
 	wg.Wait()
 	first := firstError(errList)
-	if err := launchGroupOps(g.ops); first == nil {
+	if err := g.launch(); first == nil {
 		first = err
 	}
 	return first
@@ -135,7 +171,8 @@ func firstError(list []error) error {
 	return nil
 }
 
-// launchGroupOps launches each communicator's operations of the group.
+// launch launches each communicator's operations of the group, in the order
+// the communicators first appear, and returns the first error.
 //
 // A communicator's point-to-point operations run in one Plan together with
 // its first run of collectives of one type and op that fits one launch with
@@ -150,49 +187,60 @@ func firstError(list []error) error {
 // does, as one operation posted on every one of them: they go to the first
 // stream, after the work queued on the others so far, and the others then
 // wait for them (see joinStreams).
-func launchGroupOps(ops []groupOp) error {
-	var order []*Comm
-	byComm := map[*Comm][]groupOp{}
-	for _, op := range ops {
-		if _, seen := byComm[op.c]; !seen {
-			order = append(order, op.c)
+func (g *group) launch() error {
+	for _, op := range g.ops {
+		if !slices.Contains(g.order, op.c) {
+			g.order = append(g.order, op.c)
 		}
-		byComm[op.c] = append(byComm[op.c], op)
 	}
-	errList := make([]error, len(order))
-	for i, c := range order {
-		errList[i] = c.launchGroup(byComm[c])
+	var first error
+	for _, c := range g.order {
+		g.mine = g.mine[:0]
+		for _, op := range g.ops {
+			if op.c == c {
+				g.mine = append(g.mine, op)
+			}
+		}
+		if err := g.launchFor(c); first == nil {
+			first = err
+		}
 	}
-	return firstError(errList)
+	return first
 }
 
-// launchGroup launches one communicator's operations of a group (see
-// launchGroupOps), on the first stream they name, joined with the others.
-func (c *Comm) launchGroup(ops []groupOp) error {
-	var streams []uintptr // in order of first use
-	for _, op := range ops {
-		if !slices.Contains(streams, op.stream) {
-			streams = append(streams, op.stream)
+// launchFor launches communicator c's operations of the group (g.mine, see
+// launch), on the first stream they name, joined with the others.
+func (g *group) launchFor(c *Comm) error {
+	g.streams = g.streams[:0]
+	for _, op := range g.mine {
+		if !slices.Contains(g.streams, op.stream) {
+			g.streams = append(g.streams, op.stream)
 		}
 	}
 	if err := c.usable("GroupEnd"); err != nil { // its init may have failed at GroupEnd
 		return err
 	}
-	stream := streams[0]
-	if len(streams) > 1 {
-		if err := c.joinStreams(stream, streams[1:], true); err != nil {
+	stream, others := g.streams[0], g.streams[1:]
+	if len(others) > 0 {
+		if err := c.joinStreams(stream, others, true); err != nil {
 			return err
 		}
 	}
-	var colls, p2p []groupOp
-	for _, op := range ops {
+	g.colls, g.p2p = g.colls[:0], g.p2p[:0]
+	for _, op := range g.mine {
 		if op.call.Coll == spec.SendRecv {
-			p2p = append(p2p, op)
+			g.p2p = append(g.p2p, op)
 		} else {
-			colls = append(colls, op)
+			g.colls = append(g.colls, op)
 		}
 	}
-	var errList []error
+	var first error
+	note := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	colls, p2p := g.colls, g.p2p
 	for len(colls) > 0 {
 		n := 1 // the run of collectives of one type and op
 		for n < len(colls) && colls[n].call.Type == colls[0].call.Type && colls[n].call.Op == colls[0].call.Op {
@@ -200,26 +248,27 @@ func (c *Comm) launchGroup(ops []groupOp) error {
 		}
 		run := colls[:n:n]
 		colls = colls[n:]
-		if p2p != nil {
-			if c.launchMerged(append(run, p2p...), stream) == nil {
+		if len(p2p) > 0 {
+			g.merged = append(append(g.merged[:0], run...), p2p...)
+			if g.launchMerged(c, g.merged, stream) == nil {
 				p2p = nil
 				continue
 			}
 		}
-		if len(run) > 1 && c.launchMerged(run, stream) == nil {
+		if len(run) > 1 && g.launchMerged(c, run, stream) == nil {
 			continue
 		}
 		for i := range run {
-			errList = append(errList, c.launch(&run[i].call, stream))
+			note(c.launch(&run[i].call, stream))
 		}
 	}
 	if len(p2p) > 0 {
-		errList = append(errList, c.launchMerged(p2p, stream))
+		note(g.launchMerged(c, p2p, stream))
 	}
-	if len(streams) > 1 {
-		errList = append(errList, c.joinStreams(stream, streams[1:], false))
+	if len(others) > 0 {
+		note(c.joinStreams(stream, others, false))
 	}
-	return firstError(errList)
+	return first
 }
 
 // joinStreams orders a group's streams around its operations on first:
