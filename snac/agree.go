@@ -14,8 +14,9 @@ package snac
 // Every rank hears from every other here, which is also what lets the
 // collective channel go without a done rule (hello.go).
 //
-// Where the call's data leaves a worker free (every small call), the
-// agreement runs on a worker of its own, beside the data: an agreement
+// Where the call's data leaves a worker free (a call of packets always
+// does: build keeps one), the agreement runs on a worker of its own,
+// beside the data: an agreement
 // orders no data (a rank raises it before it writes anything), so nothing
 // waits for it but the end of the call, and the flag's flight and the
 // wait's load are off the data's path. A data worker that meanwhile waits
