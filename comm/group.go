@@ -49,18 +49,16 @@ var groupPool = sync.Pool{New: func() any { return new(group) }}
 // release returns a closed group to groupPool, its slices emptied (their
 // arrays kept) and cleared of references.
 func (g *group) release() {
-	clear(g.inits)
-	clear(g.jobs)
-	clear(g.ops)
-	clear(g.order)
-	clear(g.mine)
-	clear(g.colls)
-	clear(g.p2p)
-	clear(g.merged)
-	clear(g.plans)
-	*g = group{inits: g.inits[:0], jobs: g.jobs[:0], ops: g.ops[:0], order: g.order[:0], mine: g.mine[:0],
-		colls: g.colls[:0], p2p: g.p2p[:0], merged: g.merged[:0], streams: g.streams[:0], plans: g.plans[:0], bufs: g.bufs[:0]}
+	*g = group{inits: emptied(g.inits), jobs: emptied(g.jobs), ops: emptied(g.ops), order: emptied(g.order),
+		mine: emptied(g.mine), colls: emptied(g.colls), p2p: emptied(g.p2p), merged: emptied(g.merged),
+		streams: g.streams[:0], plans: emptied(g.plans), bufs: g.bufs[:0]}
 	groupPool.Put(g)
+}
+
+// emptied returns s with no elements and none of the references it held.
+func emptied[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
 
 type deferredInit struct {

@@ -119,9 +119,9 @@ __device__ __forceinline__ void reducePlain(const R& r, uint64_t dst, const uint
 /* ---------- packets: 8 payload bytes per thread ---------- */
 
 /** loadBytes reads a packet's valid payload bytes from plain memory: one
- * load for an aligned word or half-word (an element of 4 bytes or less is
- * the whole payload of a small call), else each byte, all issued at once
- * (the loop is unrolled: no load waits for the one before). */
+ * load for an aligned payload of 8 or 4 bytes (a 4-byte element is the
+ * whole payload of a small call), else each byte, all issued at once (the
+ * loop is unrolled: no load waits for the one before). */
 __device__ __forceinline__ uint64_t loadBytes(uint64_t addr, uint32_t valid) {
   if (valid == 8 && (addr & 7) == 0) return *(const uint64_t*)addr;
   if (valid == 4 && (addr & 3) == 0) return *(const uint32_t*)addr;

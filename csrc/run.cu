@@ -8,12 +8,12 @@
  * the block wrote), Wait (acquire our flag, compare its check word) and
  * Consume (Copy or Reduce out of staging); Advance (the next call of a
  * merged group on this channel) adds kEpochAdvance to the block's epoch.
- * Consecutive Notify steps, or consecutive Wait steps, are independent of each other (a run of Waits is
- * satisfied when each one is, in any order), so the lanes of warp 0 run up
- * to 32 of them at once, one each (signalRun, with the run's length that
- * atom/cuda put in the image): a worker's end-of-call join of its channel's
- * other workers, or its waits for every peer, cost one flag round trip
- * instead of one per flag. A block loads its steps into shared memory
+ * Consecutive Notify steps, or consecutive Wait steps, are independent of
+ * each other (a run of Waits is satisfied when each one is, in any order),
+ * so the lanes of warp 0 run up to 32 of them at once, one each (signalRun,
+ * with the run's length that atom/cuda put in the image): a worker's join
+ * of its channel's other workers, or its waits for every peer, cost one
+ * flag round trip instead of one per flag. A block loads its steps into shared memory
  * kBatch at a time, and lanes of warp 0 decode them (decodeBatch: each
  * step's kind and the address of each of its Refs for either parity of the
  * epoch), so running a step costs no Ref arithmetic; the first batch is

@@ -16,10 +16,9 @@ package snac
 //
 // Where the call's data leaves a worker free (a call of packets always
 // does: build keeps one), the agreement runs on a worker of its own,
-// beside the data: an agreement
-// orders no data (a rank raises it before it writes anything), so nothing
-// waits for it but the end of the call, and the flag's flight and the
-// wait's load are off the data's path. A data worker that meanwhile waits
+// beside the data: an agreement orders no data (a rank raises it before it
+// writes anything), so nothing waits for it but the end of the call, and
+// the flag's flight and the wait's load are off the data's path. A data worker that meanwhile waits
 // for a transfer its claimed root never makes is ended by the agreement's
 // failure, as any wait is by an earlier error on its rank (the Atoms bound
 // every wait so). Otherwise worker 0 sends first and waits before its first

@@ -66,14 +66,13 @@ func (c *Cache) Plan(call *spec.Call, topo Topology) (*Plan, error) {
 		return e.plan, nil
 	}
 	c.mu.Unlock()
-	return c.build(*call, topo)
+	return c.build(key, *call, topo)
 }
 
-// build is Plan's miss: it builds from a copy of the call, so that the
-// caller's call stays on its stack on a hit (Build's errors keep theirs).
-func (c *Cache) build(cp spec.Call, topo Topology) (*Plan, error) {
+// build is Plan's miss for key: it builds from a copy of the call, so that
+// the caller's call stays on its stack on a hit (Build's errors keep theirs).
+func (c *Cache) build(key shapeKey, cp spec.Call, topo Topology) (*Plan, error) {
 	call := &cp
-	key := keyOf(call, topo)
 	plan, err := Build(call, topo)
 	if err != nil {
 		return nil, err

@@ -47,10 +47,11 @@ func (b *builder) emit(x *exchange) {
 	if len(x.locals) > 0 && b.chunkCount(x) == 0 && !b.agree {
 		b.setAside()
 	}
+	aside := b.aside != 0
 	for w := range b.g.workers {
 		b.emitPacketSends(w, x)
 		for _, l := range x.locals {
-			if b.aside == 0 {
+			if !aside {
 				lo, hi := b.g.span(l.length, w)
 				b.copy(w, recvRef(l.dst+lo), sendRef(l.src+lo), hi-lo, 0, 0)
 			}
@@ -61,7 +62,7 @@ func (b *builder) emit(x *exchange) {
 		b.emitPacketReceives(w, x)
 	}
 	for _, l := range x.locals {
-		if b.aside != 0 {
+		if aside {
 			b.copy(b.aside, recvRef(l.dst), sendRef(l.src), l.length, 0, 0)
 		}
 	}
