@@ -34,7 +34,7 @@ func premulBytes(coll spec.Collective) []uint64 {
 	if coll == spec.Reduce {
 		return []uint64{8, 1000, 1500, 5000, 40000}
 	}
-	return []uint64{8, 1000, 1500, 5000, 12000}
+	return []uint64{8, 1000, 1500, 5000, 20000}
 }
 
 // premulCall is rank r's call of coll moving about bytes per transfer, with

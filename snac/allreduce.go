@@ -4,10 +4,12 @@ import "purlin/spec"
 
 // AllReduce. Small payloads go one-shot: every rank writes its whole input
 // as packets into every peer's window and reduces all of it. Larger ones
-// run reduce-scatter then all-gather per chunk: shard q of every rank is
-// staged for rank q (FlagReady); rank q reduces its shard into its own
-// slot's segment q and announces it (FlagReduced); every rank copies the
-// reduced shards out. Each worker owns the same sub-slice of every shard.
+// run reduce-scatter then all-gather per chunk, pushing into the consumer's
+// staging: every rank pushes shard q into rank q's scatter segment
+// (FlagReady); rank q reduces its shard into its output, pushes the result
+// into every rank's gather segment and announces it (FlagReduced); every
+// rank copies the reduced shards out. Each worker owns the same sub-slice
+// of every shard.
 
 // shard returns shard q's byte range: the buffer's 16-byte units split as
 // evenly as possible among the ranks.
@@ -65,42 +67,40 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 					}
 				}
 			}
-			// Stage shard q for rank q, and tell it.
+			// Push shard q into rank q's staging, and tell it.
 			for q := range b.n {
 				if lo, hi := piece(q, w, k); q != b.me && lo < hi {
-					b.stageInput(w, b.stage(b.me, q, g.stageOff(w, k, q)), sendRef(lo), hi-lo, 0, 0)
+					b.stageInput(w, b.stage(q, b.me, g.stageOff(w, k, b.scatterSeg(b.me, q))), sendRef(lo), hi-lo, 0, 0)
 					b.notify(w, q, b.readySlot(FlagReady, b.me, q, w), int64(k+1), check)
 				}
 			}
-			// Reduce my shard into my own segment, announce it, keep it.
+			// Reduce my shard into my output, push it to every rank, announce it.
 			if lo, hi := piece(b.me, w, k); lo < hi {
 				srcs := make([]Ref, b.n)
 				for p := range b.n {
 					if p != b.me {
 						b.wait(w, b.readySlot(FlagReady, p, b.me, w), int64(k+1), check)
-						srcs[p] = b.stage(p, b.me, g.stageOff(w, k, b.me))
+						srcs[p] = b.stage(b.me, p, g.stageOff(w, k, b.scatterSeg(p, b.me)))
 					}
 				}
 				srcs[b.me] = sendRef(lo)
-				mine := b.stage(b.me, b.me, g.stageOff(w, k, b.me))
-				if b.n == 1 {
-					mine = recvRef(lo)
+				b.reduce(w, recvRef(lo), srcs, b.me, hi-lo, 0, 0)
+				for q := range b.n {
+					if q != b.me {
+						b.copy(w, b.stage(q, b.me, g.stageOff(w, k, b.gatherSeg(b.me, q))), recvRef(lo), hi-lo, 0, 0)
+					}
 				}
-				b.reduce(w, mine, srcs, b.me, hi-lo, 0, 0)
 				for q := range b.n {
 					if q != b.me {
 						b.notify(w, q, b.readySlot(FlagReduced, b.me, q, w), int64(k+1), check)
 					}
-				}
-				if b.n > 1 {
-					b.copy(w, recvRef(lo), mine, hi-lo, 0, 0)
 				}
 			}
 			// Gather the other reduced shards.
 			for p := range b.n {
 				if lo, hi := piece(p, w, k); p != b.me && lo < hi {
 					b.wait(w, b.readySlot(FlagReduced, p, b.me, w), int64(k+1), check)
-					b.copy(w, recvRef(lo), b.stage(p, b.me, g.stageOff(w, k, p)), hi-lo, 0, 0)
+					b.copy(w, recvRef(lo), b.stage(b.me, p, g.stageOff(w, k, b.gatherSeg(p, b.me))), hi-lo, 0, 0)
 				}
 			}
 			if ring {
@@ -113,3 +113,8 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 		}
 	}
 }
+
+// scatterSeg and gatherSeg are the segments of consumer q's slot that
+// producer p pushes its piece of shard q, and its reduced shard p, into.
+func (b *builder) scatterSeg(p, q int) int { return inbox(p, q, b.n) }
+func (b *builder) gatherSeg(p, q int) int  { return b.n - 1 + inbox(p, q, b.n) }

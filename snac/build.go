@@ -97,7 +97,7 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 		return b.plan(RegimePacket), nil
 	}
 	_, longest := shard(length, c.NRanks, 0)
-	g, err := newGeometry(t, t.StageHalf, longest, c.NRanks, false, false)
+	g, err := newGeometry(t, t.StageHalf, longest, max(1, 2*(c.NRanks-1)), false, false)
 	if err != nil {
 		return nil, err
 	}

@@ -80,11 +80,12 @@ func (b *builder) consumedSlot(from, to, w int) uint32 {
 	return FlagSlot(Collective, FlagConsumed, to, w)
 }
 
-// stage is byte off of the half-relative staging that producer owner fills
-// for consumer `for` (the collective half, or owner's p2p area for it).
-func (b *builder) stage(owner, consumer int, off uint64) Ref {
+// stage is byte off of the half-relative staging of rank owner, the
+// consumer, that producer from pushes into: the collective half (where
+// segments keep producers apart), or owner's p2p area for from.
+func (b *builder) stage(owner, from int, off uint64) Ref {
 	if b.p2p {
-		return Ref{Space: SpaceStage, Rank: uint8(owner), Off: b.t.P2PStageOff(consumer) + off, Half: b.t.P2PHalf}
+		return Ref{Space: SpaceStage, Rank: uint8(owner), Off: b.t.P2PStageOff(from) + off, Half: b.t.P2PHalf}
 	}
 	return Ref{Space: SpaceStage, Rank: uint8(owner), Off: off, Half: b.t.StageHalf}
 }

@@ -2,13 +2,16 @@
 // a Plan (workers of Copy/Reduce/Notify/Wait steps) from a validated
 // spec.Call and the Topology. It knows no hardware; atom executes Plans.
 //
-// # Protocol (pull model)
+// # Protocol (push model)
 //
-// A producer stages its data into its OWN staging buffer (Stage), raises a
-// flag on each consumer (Notify), and consumers wait for the flag and copy or
-// reduce straight out of the producer's staging (Consume). Small payloads
-// skip staging: producers write 16-byte packets (8 data bytes + a flag word)
-// into each consumer's packet window, and the consumer waits packet by packet.
+// A producer pushes its data into each consumer's staging buffer (Stage),
+// into a segment of the slot that is its own (inbox), raises a flag on the
+// consumer (Notify), and the consumer waits for the flag and copies or
+// reduces out of its own staging (Consume). Data crosses the link as writes,
+// which hold up better than reads when both directions are busy, and the
+// consumer's reads are local. Small payloads skip staging: producers write
+// 16-byte packets (8 data bytes + a flag word) into each consumer's packet
+// window, and the consumer waits packet by packet.
 //
 // Regimes, chosen per transfer from its length (every input to the choice is
 // known to both ends: the topology and the call's shape; V collectives use the

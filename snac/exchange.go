@@ -11,24 +11,26 @@ type exchange struct {
 	locals  []localFlow
 }
 
-// outFlow: length bytes from Send+src to rank to, staged as segment seg.
+// outFlow: length bytes from Send+src to rank to, pushed into segment seg
+// of its staging slot.
 type outFlow struct {
 	to, seg     int
 	src, length uint64
 	check       uint64
 }
 
-// inFlow: length bytes from rank from's segment seg to Recv+dst.
+// inFlow: length bytes that rank from pushed into segment seg of this
+// rank's staging slot, to Recv+dst.
 type inFlow struct {
 	from, seg   int
 	dst, length uint64
 	check       uint64
 }
 
-// reduceFlow: Recv+dst = reduce over all ranks in order of their segment
-// seg (this rank's own contribution read straight from Send+own).
+// reduceFlow: Recv+dst = reduce over all ranks in rank order of what each
+// pushed into its inbox segment (this rank's own contribution read straight
+// from Send+own).
 type reduceFlow struct {
-	seg              int
 	dst, own, length uint64
 	check            uint64
 }
@@ -127,7 +129,8 @@ func (x *exchange) eachLength(f func(length uint64)) {
 	}
 }
 
-// emitChunk is chunk c of worker w: drain, Stage, Notify, then Consume.
+// emitChunk is chunk c of worker w: drain, Stage (push into the consumer's
+// staging), Notify, then Consume (from this rank's own staging).
 func (b *builder) emitChunk(w, c int, x *exchange) {
 	g := b.g
 	// Drain: before a slot is overwritten, its consumers of chunk c-slots
@@ -141,17 +144,15 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 			}
 		}
 	}
-	// Stage each segment once, then notify each consumer once.
-	staged, notified := 0, 0
+	// Push every consumer's piece into its staging, then notify each once:
+	// one fence publishes them all, and the pushes overlap.
+	notified := 0
 	for _, o := range x.outs {
 		lo, hi := g.piece(o.length, w, c)
 		if b.isPacket(o.length) || lo == hi {
 			continue
 		}
-		if staged&(1<<o.seg) == 0 {
-			staged |= 1 << o.seg
-			b.stageInput(w, b.stage(b.me, o.to, g.stageOff(w, c, o.seg)), sendRef(o.src+lo), hi-lo, 0, 0)
-		}
+		b.stageInput(w, b.stage(o.to, b.me, g.stageOff(w, c, o.seg)), sendRef(o.src+lo), hi-lo, 0, 0)
 	}
 	for _, o := range x.outs {
 		if lo, hi := g.piece(o.length, w, c); !b.isPacket(o.length) && lo < hi && notified&(1<<o.to) == 0 {
@@ -173,7 +174,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 			continue
 		}
 		waitFor(in.from, in.check)
-		b.copy(w, recvRef(in.dst+lo), b.stage(in.from, b.me, g.stageOff(w, c, in.seg)), hi-lo, 0, 0)
+		b.copy(w, recvRef(in.dst+lo), b.stage(b.me, in.from, g.stageOff(w, c, in.seg)), hi-lo, 0, 0)
 		if g.ring(in.length) {
 			drained |= 1 << in.from
 		}
@@ -187,7 +188,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		for q := range b.n {
 			if q != b.me {
 				waitFor(q, r.check)
-				srcs[q] = b.stage(q, b.me, g.stageOff(w, c, r.seg))
+				srcs[q] = b.stage(b.me, q, g.stageOff(w, c, inbox(q, b.me, b.n)))
 				if g.ring(r.length) {
 					drained |= 1 << q
 				}

@@ -3,9 +3,9 @@ package snac
 import "purlin/spec"
 
 // exchangeOf describes this rank's transfers for every collective but
-// AllReduce (see allreduce.go). segs is the number of segments of a
-// producer's slot: one per destination for scattered inputs, one for packed
-// inputs (every consumer reads the same staged copy).
+// AllReduce (see allreduce.go). Producers push into their consumer's
+// staging, so segs is the number of segments of a consumer's slot: one per
+// rank that sends it data (see inbox), or one where only the root sends.
 func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	x = &exchange{}
 	me, n := c.Rank, c.NRanks
@@ -18,54 +18,57 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 			x.locals = append(x.locals, localFlow{src, dst, length})
 		}
 	}
-	toAll := func(seg func(q int) int, src func(q int) uint64, length func(q int) uint64) {
+	// toAll and fromAll push into, and read from, the segment inbox names.
+	toAll := func(src func(q int) uint64, length func(q int) uint64) {
 		for q := range n {
 			if q != me {
-				x.outs = append(x.outs, outFlow{to: q, seg: seg(q), src: src(q), length: length(q), check: check})
+				x.outs = append(x.outs, outFlow{to: q, seg: inbox(me, q, n), src: src(q), length: length(q), check: check})
 			}
 		}
 	}
-	fromAll := func(seg int, dst func(p int) uint64, length func(p int) uint64) {
+	fromAll := func(dst func(p int) uint64, length func(p int) uint64) {
 		for p := range n {
 			if p != me {
-				x.ins = append(x.ins, inFlow{from: p, seg: seg, dst: dst(p), length: length(p), check: check})
+				x.ins = append(x.ins, inFlow{from: p, seg: inbox(p, me, n), dst: dst(p), length: length(p), check: check})
 			}
 		}
 	}
-	zero := func(int) int { return 0 }
-	self := func(q int) int { return q }
+	senders := max(1, n-1)
 	at := func(off uint64) func(int) uint64 { return func(int) uint64 { return off } }
 	scaled := func(v []uint64) func(int) uint64 { return func(i int) uint64 { return v[i] * size } }
 	slice := func(i int) uint64 { return uint64(i) * length }
 	switch c.Coll {
 	case spec.AllGather:
-		toAll(zero, at(0), at(length))
-		fromAll(0, slice, at(length))
+		toAll(at(0), at(length))
+		fromAll(slice, at(length))
 		local(0, uint64(me)*length, length)
-		return x, 1
+		return x, senders
 	case spec.AllGatherV:
-		toAll(zero, at(0), at(c.Counts[me]*size))
-		fromAll(0, scaled(c.Displs), scaled(c.Counts))
+		toAll(at(0), at(c.Counts[me]*size))
+		fromAll(scaled(c.Displs), scaled(c.Counts))
 		local(0, c.Displs[me]*size, c.Counts[me]*size)
-		return x, 1
+		return x, senders
 	case spec.AllToAll:
-		toAll(self, slice, at(length))
-		fromAll(me, slice, at(length))
+		toAll(slice, at(length))
+		fromAll(slice, at(length))
 		local(uint64(me)*length, uint64(me)*length, length)
-		return x, n
+		return x, senders
 	case spec.AllToAllV:
 		for q := range n {
 			if q != me {
 				ls, lr := c.SendCounts[q]*size, c.RecvCounts[q]*size
-				x.outs = append(x.outs, outFlow{to: q, seg: q, src: c.SendDispls[q] * size, length: ls, check: pairCheck(c, t, ls)})
-				x.ins = append(x.ins, inFlow{from: q, seg: me, dst: c.RecvDispls[q] * size, length: lr, check: pairCheck(c, t, lr)})
+				x.outs = append(x.outs, outFlow{to: q, seg: inbox(me, q, n), src: c.SendDispls[q] * size, length: ls, check: pairCheck(c, t, ls)})
+				x.ins = append(x.ins, inFlow{from: q, seg: inbox(q, me, n), dst: c.RecvDispls[q] * size, length: lr, check: pairCheck(c, t, lr)})
 			}
 		}
 		local(c.SendDispls[me]*size, c.RecvDispls[me]*size, min(c.SendCounts[me], c.RecvCounts[me])*size)
-		return x, n
+		return x, senders
 	case spec.Broadcast:
 		if me == c.Root {
-			toAll(zero, at(0), at(length))
+			toAll(at(0), at(length))
+			for i := range x.outs {
+				x.outs[i].seg = 0 // the root is its consumers' only sender
+			}
 			local(0, 0, length)
 		} else {
 			x.ins = append(x.ins, inFlow{from: c.Root, dst: 0, length: length, check: check})
@@ -73,35 +76,38 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		return x, 1
 	case spec.Gather:
 		if me == c.Root {
-			fromAll(0, slice, at(length))
+			fromAll(slice, at(length))
 			local(0, uint64(me)*length, length)
 		} else {
-			x.outs = append(x.outs, outFlow{to: c.Root, src: 0, length: length, check: check})
+			x.outs = append(x.outs, outFlow{to: c.Root, seg: inbox(me, c.Root, n), src: 0, length: length, check: check})
 		}
-		return x, 1
+		return x, senders
 	case spec.Scatter:
 		if me == c.Root {
-			toAll(self, slice, at(length))
+			toAll(slice, at(length))
+			for i := range x.outs {
+				x.outs[i].seg = 0 // the root is its consumers' only sender
+			}
 			local(uint64(me)*length, 0, length)
 		} else {
-			x.ins = append(x.ins, inFlow{from: c.Root, seg: me, dst: 0, length: length, check: check})
+			x.ins = append(x.ins, inFlow{from: c.Root, seg: 0, dst: 0, length: length, check: check})
 		}
-		return x, n
+		return x, 1
 	case spec.ReduceScatter:
-		toAll(self, slice, at(length))
-		x.reduces = append(x.reduces, reduceFlow{seg: me, dst: 0, own: uint64(me) * length, length: length, check: check})
-		return x, n
+		toAll(slice, at(length))
+		x.reduces = append(x.reduces, reduceFlow{dst: 0, own: uint64(me) * length, length: length, check: check})
+		return x, senders
 	case spec.ReduceScatterV:
-		toAll(self, scaled(c.Displs), scaled(c.Counts))
-		x.reduces = append(x.reduces, reduceFlow{seg: me, dst: 0, own: c.Displs[me] * size, length: c.Counts[me] * size, check: check})
-		return x, n
+		toAll(scaled(c.Displs), scaled(c.Counts))
+		x.reduces = append(x.reduces, reduceFlow{dst: 0, own: c.Displs[me] * size, length: c.Counts[me] * size, check: check})
+		return x, senders
 	case spec.Reduce:
 		if me == c.Root {
 			x.reduces = append(x.reduces, reduceFlow{dst: 0, own: 0, length: length, check: check})
 		} else {
-			x.outs = append(x.outs, outFlow{to: c.Root, src: 0, length: length, check: check})
+			x.outs = append(x.outs, outFlow{to: c.Root, seg: inbox(me, c.Root, n), src: 0, length: length, check: check})
 		}
-		return x, 1
+		return x, senders
 	case spec.SendRecv:
 		pc := pairCheck(c, t, length)
 		if c.IsSend {
@@ -113,6 +119,10 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	}
 	return nil, 0
 }
+
+// inbox is the segment of consumer q's staging slot that producer p pushes
+// into: the producers other than q, counted from q+1 round the ranks.
+func inbox(p, q, n int) int { return (p - q - 1 + n) % n }
 
 // globalLongest is the longest transfer of the call on any rank, or false
 // when ranks cannot know it (AllToAllV: each rank knows its own pairs).

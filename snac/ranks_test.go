@@ -17,7 +17,7 @@ import (
 
 // regimeLadder is bytes per transfer: empty, packets, staged, staged or ring
 // (the sliced collectives reach the ring early), chunked or ring, ring.
-var regimeLadder = []uint64{0, 700, 6 << 10, 20 << 10, 48 << 10, 80 << 10}
+var regimeLadder = []uint64{0, 700, 4 << 10, 20 << 10, 48 << 10, 80 << 10}
 
 // ladderCalls is one call per rank of coll moving about perTransfer bytes in
 // its longest transfer: equal V counts, packed displacements with a gap.

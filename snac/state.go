@@ -3,7 +3,7 @@ package snac
 // The shared state every rank allocates, identically sized on all ranks, and
 // how Plans address it. An Atom allocates, per rank:
 //
-//	staging  Topology.StageBytes()   bytes, peer-readable (SpaceStage)
+//	staging  Topology.StageBytes()   bytes, peer-writable (SpaceStage)
 //	packets  Topology.PacketBytes()  bytes, peer-writable (SpacePacket)
 //	flags    2*NumSlots uint64, peer-writable, zeroed once at init
 //	checks   2*NumSlots uint64, peer-writable
@@ -97,7 +97,8 @@ type Topology struct {
 // [collective half 0 | half 1][p2p area for peer 0: half 0 | half 1]...
 func (t Topology) StageBytes() uint64 { return 2*t.StageHalf + uint64(t.NRanks)*2*t.P2PHalf }
 
-// P2PStageOff is where this rank's p2p staging area for transfers to peer starts.
+// P2PStageOff is where this rank's p2p staging area for transfers from peer
+// starts (the peer pushes into it).
 func (t Topology) P2PStageOff(peer int) uint64 { return 2*t.StageHalf + uint64(peer)*2*t.P2PHalf }
 
 // PacketWindow is the packet-buffer bytes of one source's window in one half.

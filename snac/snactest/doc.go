@@ -11,9 +11,11 @@
 //
 // It also checks protocol safety: every staging and packet byte is tagged
 // with (writer rank, call index on the writer's channel, from its epoch),
-// and a consumer that reads bytes not written by their owner in the call it
-// is running (by its own epoch) fails, as does a producer that writes
-// another rank's staging. A write outside the Recv extent of the call (or
+// and a consumer that reads bytes not written in the call it is running (by
+// its own epoch) fails, as does a producer that overwrites staging bytes of
+// its call before they were read (a ring slot reused too early; ranks that
+// disagree on a call may write over each other's segments, and fail on the
+// check words). A write outside the Recv extent of the call (or
 // into Send) fails. Flags must never go backwards, and the workers of one
 // channel in a Plan must hold the same number of Advance steps.
 //

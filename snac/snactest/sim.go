@@ -36,6 +36,7 @@ type rank struct {
 	id                  int
 	stage, packets      []byte
 	stageTag, packetTag []uint32 // call<<4 | writer+1; 0 = never written
+	stageUnread         []bool   // staging written and not yet read (per tag unit)
 	flags, checks       []uint64
 	epochs              []uint64
 	calls               int   // calls started so far; the current call's index
@@ -56,14 +57,15 @@ func New(topo snac.Topology, seed uint64) *Sim {
 	s := &Sim{topo: topo, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 	for r := range topo.NRanks {
 		s.ranks = append(s.ranks, &rank{
-			id:        r,
-			stage:     make([]byte, topo.StageBytes()),
-			stageTag:  make([]uint32, (topo.StageBytes()+tagUnit-1)/tagUnit),
-			packets:   make([]byte, topo.PacketBytes()),
-			packetTag: make([]uint32, topo.PacketBytes()/16),
-			flags:     make([]uint64, 2*snac.NumSlots),
-			checks:    make([]uint64, 2*snac.NumSlots),
-			epochs:    make([]uint64, snac.NumEpochs),
+			id:          r,
+			stage:       make([]byte, topo.StageBytes()),
+			stageTag:    make([]uint32, (topo.StageBytes()+tagUnit-1)/tagUnit),
+			stageUnread: make([]bool, (topo.StageBytes()+tagUnit-1)/tagUnit),
+			packets:     make([]byte, topo.PacketBytes()),
+			packetTag:   make([]uint32, topo.PacketBytes()/16),
+			flags:       make([]uint64, 2*snac.NumSlots),
+			checks:      make([]uint64, 2*snac.NumSlots),
+			epochs:      make([]uint64, snac.NumEpochs),
 		})
 	}
 	return s

@@ -146,12 +146,13 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 		if at+n > uint64(len(owner.stage)) {
 			return nil, errs.New(errs.ErrInternal, "reads staging [%d,+%d) of %d", at, n, len(owner.stage))
 		}
-		want := tag(w.epoch, owner.id)
+		want := tag(w.epoch, 0) >> 4 // pushed by any rank in this call
 		for k := at / tagUnit; k < (at+n+tagUnit-1)/tagUnit; k++ {
-			if owner.stageTag[k] != want {
+			if owner.stageTag[k]>>4 != want {
 				return nil, errs.New(errs.ErrInternal, "reads rank %d staging byte %d tagged %s in channel call %d", owner.id, k*tagUnit, tagString(owner.stageTag[k]), channelCall(w.epoch))
 			}
 		}
+		fill(owner.stageUnread[at/tagUnit:(at+n+tagUnit-1)/tagUnit], false)
 		return append([]byte(nil), owner.stage[at:at+n]...), nil
 	case snac.SpacePacket:
 		owner := s.ranks[r.Rank]
@@ -194,15 +195,22 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 		copy(l.Mem[b.Recv+r.Off:], data)
 		fill(l.Written[b.Recv+r.Off:b.Recv+r.Off+n], true)
 	case snac.SpaceStage:
-		if int(r.Rank) != rk.id {
-			return errs.New(errs.ErrInternal, "writes rank %d's staging", r.Rank)
-		}
+		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
-		if at+n > uint64(len(rk.stage)) {
-			return errs.New(errs.ErrInternal, "writes staging [%d,+%d) of %d", at, n, len(rk.stage))
+		if at+n > uint64(len(owner.stage)) {
+			return errs.New(errs.ErrInternal, "writes staging [%d,+%d) of %d", at, n, len(owner.stage))
 		}
-		copy(rk.stage[at:], data)
-		fill(rk.stageTag[at/tagUnit:(at+n+tagUnit-1)/tagUnit], tag(w.epoch, rk.id))
+		units := owner.stageTag[at/tagUnit : (at+n+tagUnit-1)/tagUnit]
+		unread := owner.stageUnread[at/tagUnit : (at+n+tagUnit-1)/tagUnit]
+		t := tag(w.epoch, rk.id)
+		for k := range units {
+			if unread[k] && units[k] == t {
+				return errs.New(errs.ErrInternal, "rank %d overwrites rank %d staging byte %d, unread since %s", rk.id, owner.id, at+uint64(k)*tagUnit, tagString(units[k]))
+			}
+		}
+		copy(owner.stage[at:], data)
+		fill(units, t)
+		fill(unread, true)
 	case snac.SpacePacket:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
