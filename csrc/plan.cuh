@@ -17,7 +17,7 @@ namespace purlin {
 /* ---------- limits shared with snac (plan.go, state.go) ---------- */
 constexpr int kMaxRanks = 8;
 constexpr int kMaxSrc = kMaxRanks;
-constexpr int kMaxWorkers = 64;
+constexpr int kMaxWorkers = 128;
 constexpr int kNumChannels = 1 + 2 * kMaxRanks;
 constexpr int kNumEpochs = kNumChannels * kMaxWorkers;
 constexpr uint64_t kEpochAdvance = (1ull << 20) + 1;

@@ -60,3 +60,38 @@ func TestAsideWorker(t *testing.T) {
 		require.Equal(t, snac.SpaceRecv, last[0].Dst.Space, "%s", coll)
 	}
 }
+
+// A staged call copies its local data on workers of its own, after the data
+// workers, so the copy overlaps the transfers; every collective that copies
+// locally on some rank reserves them on every rank.
+func TestStagedLocalCopiesOnWorkersOfTheirOwn(t *testing.T) {
+	const n = 4
+	for coll := spec.Collective(0); coll < spec.SendRecv; coll++ {
+		for r := range n {
+			topo := snac.Topology{NRanks: n, Rank: r, Workers: 16, StageHalf: 64 << 20,
+				P2PHalf: 1 << 20, PacketMax: 64 << 10, ChunkMax: 1 << 20}
+			c := &spec.Call{Coll: coll, Count: 1 << 20, Type: spec.Float32, Root: 1, Rank: r, NRanks: n, Send: 1 << 40, Recv: 2 << 40}
+			if coll.Vectored() {
+				c.Counts, c.Displs = make([]uint64, n), make([]uint64, n)
+				c.SendCounts, c.RecvCounts, c.SendDispls, c.RecvDispls = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+				for q := range n {
+					c.Counts[q], c.Displs[q] = 1<<18, uint64(q)<<18
+					c.SendCounts[q], c.RecvCounts[q], c.SendDispls[q], c.RecvDispls[q] = 1<<18, 1<<18, uint64(q)<<18, uint64(q)<<18
+				}
+			}
+			p, err := snac.Build(c, topo)
+			require.NoError(t, err, "%s rank %d", coll, r)
+			for w := range p.Workers {
+				local, other := 0, 0
+				for _, s := range p.WorkerSteps(w) {
+					if s.Verb == snac.Copy && s.Src[0].Space == snac.SpaceSend && s.Dst.Space == snac.SpaceRecv {
+						local++
+					} else {
+						other++
+					}
+				}
+				require.False(t, local > 0 && other > 0, "%s rank %d worker %d mixes local copies with transfers", coll, r, w)
+			}
+		}
+	}
+}

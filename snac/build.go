@@ -50,11 +50,23 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	if c.Coll.Rooted() && c.NRanks > 1 && packets && t.Workers > 1 {
 		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)
 	}
+	reserve := 0
+	if !packets && copiesLocally(c.Coll) && t.Workers > 1 {
+		// A staged call copies its local data on workers of its own, beside
+		// the transfers (emit): NVLink and the local copy overlap. Every
+		// rank reserves them, copy or not, so that worker w handles the
+		// same bytes on both ends of every transfer.
+		reserve = max(1, t.Workers/localShare)
+		gt.Workers -= reserve
+	}
 	g, err := newGeometry(gt, half, longest, segs, packets, !known)
 	if err != nil {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
+	if reserve > 0 {
+		b.locals = min(reserve, int(ceilDiv(x.localLongest(), localGrain)))
+	}
 	if c.Coll == spec.SendRecv {
 		b.p2p, b.peer, b.sender = true, c.Peer, c.IsSend
 	}

@@ -24,6 +24,10 @@ type builder struct {
 	// the call waits for, beside them: a small call's local copies (emit)
 	// or a rooted call's agreement (agree.go); 0 when there is none.
 	aside int
+	// locals is the number of workers, after the data's, that run a staged
+	// call's local copies (0: the copies run on the data's workers, or on
+	// the aside worker).
+	locals int
 	// packetMax is the longest transfer that moves as packets (packetLimit).
 	packetMax uint64
 	// helloTo, helloFrom: the ranks this one sends nothing to, and hears

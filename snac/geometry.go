@@ -15,6 +15,15 @@ const (
 	// maxChunks bounds the chunks of one worker, so flag deltas stay far
 	// below EpochAdvance.
 	maxChunks = 1 << 12
+	// packetWorkers bounds the workers of a call of packets: its time is
+	// the flight of one packet, not bandwidth, so more workers only cost
+	// their start (the staged regimes take every worker the topology has).
+	packetWorkers = 32
+	// localGrain is the bytes of a local copy that justify one more local
+	// worker (see localWorkers); localShare is the fraction of the
+	// topology's workers a staged call keeps for its local copies.
+	localGrain = 64 << 10
+	localShare = 8
 )
 
 // geometry is how one Plan lays transfers over workers, chunks and staging.
@@ -41,6 +50,9 @@ func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed b
 		w = MaxWorkers
 	}
 	w = max(1, min(w, t.Workers, MaxWorkers))
+	if packetOnly {
+		w = min(w, packetWorkers)
+	}
 	for w > 1 && half/uint64(w) < uint64(segs)*unit {
 		w--
 	}

@@ -109,6 +109,7 @@ func (w *world) launch(c *spec.Call, inPlace bool, input []byte) (*snactest.Laun
 	if err != nil {
 		return nil, err
 	}
+	require.LessOrEqual(w.t, len(plan.Workers), w.rankTopo(c.Rank).Workers, "%s: more workers than the topology has", c)
 	mem := make([]byte, size)
 	garbage(w.rng, mem)
 	in, out := c.Extents()

@@ -120,6 +120,17 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	return nil, 0
 }
 
+// copiesLocally reports whether coll copies from some rank's input to its
+// output: every rank of AllGather and AllToAll, the root of Broadcast,
+// Gather and Scatter (each rank may skip its copy: in place, or nothing).
+func copiesLocally(coll spec.Collective) bool {
+	switch coll {
+	case spec.AllGather, spec.AllGatherV, spec.AllToAll, spec.AllToAllV, spec.Broadcast, spec.Gather, spec.Scatter:
+		return true
+	}
+	return false
+}
+
 // inbox is the segment of consumer q's staging slot that producer p pushes
 // into: the producers other than q, counted from q+1 round the ranks.
 func inbox(p, q, n int) int { return (p - q - 1 + n) % n }

@@ -5,8 +5,8 @@ import "purlin/spec"
 // Limits shared by every Plan and every Atom. They size the shared state, so
 // all ranks (and both Atoms) must agree on them: they are constants.
 const (
-	MaxRanks   = 8  // ranks in one communicator (one NVLink server)
-	MaxWorkers = 64 // workers (GPU thread blocks, host goroutines) in one Plan
+	MaxRanks   = 8   // ranks in one communicator (one NVLink server)
+	MaxWorkers = 128 // workers (GPU thread blocks, host goroutines) in one Plan
 	MaxSrc     = MaxRanks
 
 	// EpochAdvance is what every call adds to its workers' epochs: a Plan

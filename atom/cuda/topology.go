@@ -12,7 +12,10 @@ import (
 const (
 	// DefaultWorkers is the most thread blocks one Plan uses per rank
 	// (PURLIN_MAX_CTAS or NCCL_MAX_CTAS overrides it, up to snac.MaxWorkers).
-	DefaultWorkers = 32
+	// Large calls need many: on 2x H200, AllReduce of 1 GiB moved 347 GB/s
+	// with 64 blocks and 301 with 32. Half of snac.MaxWorkers, so a
+	// collective merges with a group's sends and receives between two ranks.
+	DefaultWorkers = 64
 	// DefaultStageHalf is one half of the collective staging area (the
 	// large regimes move through it; PURLIN_STAGE_BYTES overrides it).
 	DefaultStageHalf = 64 << 20
@@ -23,8 +26,11 @@ const (
 	// DefaultPacketMax gives each rank its share.
 	packetBudget = 2 << 20
 	// DefaultChunkMax bounds one worker's chunk in the chunked and ring
-	// regimes (PURLIN_CHUNK_BYTES overrides it).
-	DefaultChunkMax = 1 << 20
+	// regimes (PURLIN_CHUNK_BYTES overrides it). With 64 workers, 512 KiB
+	// leaves each two slots of a staging half, so a producer fills one
+	// while its consumer drains the other: on 2x H200, Reduce of 1 GiB
+	// moved 366 GB/s, against 327 with 1 MiB chunks in one slot.
+	DefaultChunkMax = 512 << 10
 )
 
 // Topology is the CUDA Atom's topology for rank of nranks: its workers

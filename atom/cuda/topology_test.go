@@ -62,7 +62,7 @@ func TestTopologyDefaultsAndOverrides(t *testing.T) {
 	require.Equal(t, uint64(64<<10), top.PacketMax)
 	require.Equal(t, uint64(256<<10), top.ChunkMax)
 	require.Equal(t, 16, top.Workers, "NCCL_MAX_CTAS")
-	t.Setenv("PURLIN_MAX_CTAS", "100")
+	t.Setenv("PURLIN_MAX_CTAS", "1000")
 	config.Reload()
 	require.Equal(t, snac.MaxWorkers, Topology(2, 1).Workers, "PURLIN_MAX_CTAS first, at most snac.MaxWorkers")
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/atom/cuda"
 	"purlin/config"
 )
 
@@ -39,7 +41,7 @@ func TestRegimesAndBlocks(t *testing.T) {
 	last := r[len(r)-1]
 	require.Equal(t, "1073741824", last[0])
 	require.NotEqual(t, "packet", last[1])
-	require.Equal(t, "32", last[2])
+	require.Equal(t, strconv.Itoa(cuda.DefaultWorkers), last[2])
 
 	// Per-rank counts: an AllGather of 8 bytes over 4 ranks is 2 bytes a rank
 	// in int8: block 0 sends packets to each of 3 peers and copies from
