@@ -58,6 +58,25 @@ func TestAsideWorker(t *testing.T) {
 		require.Equal(t, snac.Copy, last[0].Verb, "%s", coll)
 		require.Equal(t, snac.SpaceSend, last[0].Src[0].Space, "%s", coll)
 		require.Equal(t, snac.SpaceRecv, last[0].Dst.Space, "%s", coll)
+
+		// A local copy longer than one worker should take is spread over
+		// the data workers, even with workers to spare.
+		wide := snac.Topology{NRanks: 4, Rank: 0, Workers: 64, StageHalf: 64 << 20,
+			P2PHalf: 1 << 20, PacketMax: 1 << 20, ChunkMax: 1 << 20}
+		p, err := snac.Build(&spec.Call{Coll: coll, Count: 64 << 10, Type: spec.Float32, Rank: 0, NRanks: 4,
+			Send: 1 << 30, Recv: 2 << 30}, wide)
+		require.NoError(t, err)
+		require.Equal(t, snac.RegimePacket, p.Regime, "%s", coll)
+		require.Len(t, p.Workers, 32, "%s: the packets' workers and no aside", coll)
+		for w := range p.Workers {
+			locals := 0
+			for _, s := range p.WorkerSteps(w) {
+				if s.Verb == snac.Copy && s.Src[0].Space == snac.SpaceSend && s.Dst.Space == snac.SpaceRecv {
+					locals++
+				}
+			}
+			require.Equal(t, 1, locals, "%s worker %d copies its share", coll, w)
+		}
 	}
 }
 

@@ -19,9 +19,10 @@ const (
 	// the flight of one packet, not bandwidth, so more workers only cost
 	// their start (the staged regimes take every worker the topology has).
 	packetWorkers = 32
-	// localGrain is the bytes of a local copy that justify one more local
-	// worker (see localWorkers); localShare is the fraction of the
-	// topology's workers a staged call keeps for its local copies.
+	// localGrain is the bytes of a local copy that justify one more worker
+	// of a staged call's local copies (build), and the most a call of
+	// packets copies on its one aside worker (emit); 1/localShare of the
+	// topology's workers is what a staged call keeps for its local copies.
 	localGrain = 64 << 10
 	localShare = 8
 )
