@@ -2,9 +2,10 @@ package snac
 
 import "purlin/spec"
 
-// AllReduce. Small payloads go one-shot: every rank writes its whole input
-// as packets into every peer's window and reduces all of it. Larger ones
-// run reduce-scatter then all-gather per chunk, pushing into the consumer's
+// AllReduce (allReduces). Small payloads take the exchange its layouts
+// derive (exchangeOf), one-shot: every rank writes its whole input as
+// packets into every peer's window and reduces all of it. Staged ones run
+// reduce-scatter then all-gather per chunk, pushing into the consumer's
 // staging: every rank pushes shard q into rank q's scatter segment
 // (FlagReady); rank q reduces its shard into its output, pushes the result
 // into every rank's gather segment and announces it (FlagReduced); every
@@ -18,25 +19,6 @@ func shard(length uint64, n, q int) (off, size uint64) {
 	lo := min(units*uint64(q)/uint64(n)*unit, length)
 	hi := min(units*uint64(q+1)/uint64(n)*unit, length)
 	return lo, hi - lo
-}
-
-func (b *builder) emitAllReducePackets(c *spec.Call) {
-	length := c.Count * uint64(c.Type.Size())
-	check := b.check
-	for w := range b.g.workers {
-		lo, hi := b.g.span(length, w)
-		for q := range b.n {
-			if q != b.me {
-				b.stageInput(w, b.packet(b.me, q, lo), sendRef(lo), hi-lo, 1, check)
-			}
-		}
-		srcs := make([]Ref, b.n)
-		for p := range b.n {
-			srcs[p] = b.packet(p, b.me, lo)
-		}
-		srcs[b.me] = sendRef(lo)
-		b.reduce(w, recvRef(lo), srcs, b.me, hi-lo, 1, check)
-	}
 }
 
 func (b *builder) emitAllReduceStaged(c *spec.Call) {

@@ -25,13 +25,10 @@ func Build(call *spec.Call, topo Topology) (*Plan, error) {
 }
 
 func build(c *spec.Call, t Topology) (*Plan, error) {
-	if c.Coll == spec.AllReduce {
+	if allReduces(c.Coll) && c.Count*uint64(c.Type.Size()) > packetLimit(c, t) {
 		return buildAllReduce(c, t)
 	}
 	x, segs := exchangeOf(c, t)
-	if x == nil {
-		return nil, errs.New(errs.ErrUnsupported, "snac: no plan for collective %s", c.Coll)
-	}
 	longest, known := globalLongest(c)
 	if known && longest == 0 {
 		return &Plan{Regime: RegimeEmpty}, nil
@@ -91,23 +88,16 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 // packets up to the whole window (AllReduce of 1 MiB: 11.6 us as packets,
 // 13.6 staged; SendRecv 10.2 and 15.1).
 func packetLimit(c *spec.Call, t Topology) uint64 {
-	if c.Coll == spec.AllReduce || c.Coll == spec.SendRecv {
+	if allReduces(c.Coll) || c.Coll == spec.SendRecv {
 		return t.PacketMax
 	}
 	return t.PacketMax / 2
 }
 
+// buildAllReduce is a staged all-reduce: a reduce-scatter and an all-gather
+// per chunk (allreduce.go). Packets take the exchange's one-shot form.
 func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	length := c.Count * uint64(c.Type.Size())
-	if length == 0 {
-		return &Plan{Regime: RegimeEmpty}, nil
-	}
-	if length <= packetLimit(c, t) {
-		g, _ := newGeometry(t, t.StageHalf, length, 1, true, false)
-		b := newBuilder(c, t, g)
-		b.emitAllReducePackets(c)
-		return b.plan(RegimePacket), nil
-	}
 	_, longest := shard(length, c.NRanks, 0)
 	g, err := newGeometry(t, t.StageHalf, longest, max(1, 2*(c.NRanks-1)), false, false)
 	if err != nil {

@@ -1,9 +1,10 @@
 package snac
 
 // An exchange is one rank's part of a collective, as transfers: what it
-// stages for others, what it copies or reduces from others, and what it
-// copies locally. Every collective but AllReduce is one exchange; the
-// engine below turns it into steps for every regime.
+// pushes to others, what it copies or reduces from what others pushed, and
+// what it copies locally. exchangeOf derives it from the collective's
+// layouts; the engine below turns it into steps for every regime (a staged
+// AllReduce alone takes another form, allreduce.go).
 type exchange struct {
 	outs    []outFlow
 	ins     []inFlow

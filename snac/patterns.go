@@ -2,113 +2,29 @@ package snac
 
 import "purlin/spec"
 
-// exchangeOf describes this rank's transfers for every collective but
-// AllReduce (see allreduce.go). Producers push into their consumer's
-// staging, so segs is the number of segments of a consumer's slot: one per
-// rank that sends it data (see inbox), or one where only the root sends.
+// exchangeOf derives this rank's transfers from the collective's
+// definition (spec.Definition: a consume op and two layouts), with no code
+// per collective:
+//
+//   - producers are every rank, or the root where the input is rooted;
+//     consumers every rank, or the root where the output is rooted;
+//   - the part of producer p's input meant for consumer q is all of a
+//     packed input, or slice q of a scattered one (inPart);
+//   - it lands in all of q's packed output, or in slice p of a scattered
+//     or transposed one (outPart);
+//   - copy moves each producer's part to each consumer (a local copy where
+//     they are one rank); reduce combines, at each consumer, the parts of
+//     every rank in rank order, its own read straight from its input.
+//
+// Producers push into their consumer's staging, so segs is the number of
+// segments of a consumer's slot: one per rank that sends it data (see
+// inbox), or one where only the root sends. Point-to-point transfers
+// (SendRecv) name their peer instead of layouts.
 func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	x = &exchange{}
 	me, n := c.Rank, c.NRanks
-	size := uint64(c.Type.Size())
-	length := c.Count * size
-	check := callCheck(c, t)
-	inPlace := c.InPlace()
-	local := func(src, dst, length uint64) {
-		if !(inPlace && src == dst) && length > 0 {
-			x.locals = append(x.locals, localFlow{src, dst, length})
-		}
-	}
-	// toAll and fromAll push into, and read from, the segment inbox names.
-	toAll := func(src func(q int) uint64, length func(q int) uint64) {
-		for q := range n {
-			if q != me {
-				x.outs = append(x.outs, outFlow{to: q, seg: inbox(me, q, n), src: src(q), length: length(q), check: check})
-			}
-		}
-	}
-	fromAll := func(dst func(p int) uint64, length func(p int) uint64) {
-		for p := range n {
-			if p != me {
-				x.ins = append(x.ins, inFlow{from: p, seg: inbox(p, me, n), dst: dst(p), length: length(p), check: check})
-			}
-		}
-	}
-	senders := max(1, n-1)
-	at := func(off uint64) func(int) uint64 { return func(int) uint64 { return off } }
-	scaled := func(v []uint64) func(int) uint64 { return func(i int) uint64 { return v[i] * size } }
-	slice := func(i int) uint64 { return uint64(i) * length }
-	switch c.Coll {
-	case spec.AllGather:
-		toAll(at(0), at(length))
-		fromAll(slice, at(length))
-		local(0, uint64(me)*length, length)
-		return x, senders
-	case spec.AllGatherV:
-		toAll(at(0), at(c.Counts[me]*size))
-		fromAll(scaled(c.Displs), scaled(c.Counts))
-		local(0, c.Displs[me]*size, c.Counts[me]*size)
-		return x, senders
-	case spec.AllToAll:
-		toAll(slice, at(length))
-		fromAll(slice, at(length))
-		local(uint64(me)*length, uint64(me)*length, length)
-		return x, senders
-	case spec.AllToAllV:
-		for q := range n {
-			if q != me {
-				ls, lr := c.SendCounts[q]*size, c.RecvCounts[q]*size
-				x.outs = append(x.outs, outFlow{to: q, seg: inbox(me, q, n), src: c.SendDispls[q] * size, length: ls, check: pairCheck(c, t, ls)})
-				x.ins = append(x.ins, inFlow{from: q, seg: inbox(q, me, n), dst: c.RecvDispls[q] * size, length: lr, check: pairCheck(c, t, lr)})
-			}
-		}
-		local(c.SendDispls[me]*size, c.RecvDispls[me]*size, min(c.SendCounts[me], c.RecvCounts[me])*size)
-		return x, senders
-	case spec.Broadcast:
-		if me == c.Root {
-			toAll(at(0), at(length))
-			for i := range x.outs {
-				x.outs[i].seg = 0 // the root is its consumers' only sender
-			}
-			local(0, 0, length)
-		} else {
-			x.ins = append(x.ins, inFlow{from: c.Root, dst: 0, length: length, check: check})
-		}
-		return x, 1
-	case spec.Gather:
-		if me == c.Root {
-			fromAll(slice, at(length))
-			local(0, uint64(me)*length, length)
-		} else {
-			x.outs = append(x.outs, outFlow{to: c.Root, seg: inbox(me, c.Root, n), src: 0, length: length, check: check})
-		}
-		return x, senders
-	case spec.Scatter:
-		if me == c.Root {
-			toAll(slice, at(length))
-			for i := range x.outs {
-				x.outs[i].seg = 0 // the root is its consumers' only sender
-			}
-			local(uint64(me)*length, 0, length)
-		} else {
-			x.ins = append(x.ins, inFlow{from: c.Root, seg: 0, dst: 0, length: length, check: check})
-		}
-		return x, 1
-	case spec.ReduceScatter:
-		toAll(slice, at(length))
-		x.reduces = append(x.reduces, reduceFlow{dst: 0, own: uint64(me) * length, length: length, check: check})
-		return x, senders
-	case spec.ReduceScatterV:
-		toAll(scaled(c.Displs), scaled(c.Counts))
-		x.reduces = append(x.reduces, reduceFlow{dst: 0, own: c.Displs[me] * size, length: c.Counts[me] * size, check: check})
-		return x, senders
-	case spec.Reduce:
-		if me == c.Root {
-			x.reduces = append(x.reduces, reduceFlow{dst: 0, own: 0, length: length, check: check})
-		} else {
-			x.outs = append(x.outs, outFlow{to: c.Root, seg: inbox(me, c.Root, n), src: 0, length: length, check: check})
-		}
-		return x, senders
-	case spec.SendRecv:
+	if c.Coll == spec.SendRecv {
+		length := c.Count * uint64(c.Type.Size())
 		pc := pairCheck(c, t, length)
 		if c.IsSend {
 			x.outs = append(x.outs, outFlow{to: c.Peer, length: length, check: pc})
@@ -117,18 +33,132 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		}
 		return x, 1
 	}
-	return nil, 0
+	d := c.Coll.Definition()
+	check := callCheck(c, t)
+	_, known := globalLongest(c)
+	// checkOf is a transfer's check word: the call's fingerprint, or where
+	// ranks cannot know every length (AllToAllV) the pair's, with its length.
+	checkOf := func(length uint64) uint64 {
+		if known {
+			return check
+		}
+		return pairCheck(c, t, length)
+	}
+	produces := func(r int) bool { return !d.In.Rooted || r == c.Root }
+	consumes := func(r int) bool { return !d.Out.Rooted || r == c.Root }
+	seg := func(p, q int) int {
+		if d.In.Rooted {
+			return 0 // the root is its consumers' only sender
+		}
+		return inbox(p, q, n)
+	}
+	segs = 1
+	if !d.In.Rooted {
+		segs = max(1, n-1)
+	}
+	if d.Consume == spec.ConsumeReduce {
+		for q := range n {
+			if q != me && consumes(q) && produces(me) {
+				src, length := inPart(c, me, q)
+				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: check})
+			}
+		}
+		if consumes(me) {
+			own, _ := inPart(c, me, me)
+			dst, length := outPart(c, me, me)
+			x.reduces = append(x.reduces, reduceFlow{dst: dst, own: own, length: length, check: check})
+		}
+		return x, segs
+	}
+	if produces(me) {
+		for q := range n {
+			if q != me && consumes(q) {
+				src, length := inPart(c, me, q)
+				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: checkOf(length)})
+			}
+		}
+	}
+	if consumes(me) {
+		for p := range n {
+			if p != me && produces(p) {
+				dst, length := outPart(c, me, p)
+				x.ins = append(x.ins, inFlow{from: p, seg: seg(p, me), dst: dst, length: length, check: checkOf(length)})
+			}
+		}
+	}
+	if produces(me) && consumes(me) {
+		src, ls := inPart(c, me, me)
+		dst, lr := outPart(c, me, me)
+		if length := min(ls, lr); !(c.InPlace() && src == dst) && length > 0 {
+			x.locals = append(x.locals, localFlow{src, dst, length})
+		}
+	}
+	return x, segs
+}
+
+// inPart is the byte range of producer p's input meant for consumer q: all
+// of a packed input, slice q of a scattered one.
+func inPart(c *spec.Call, p, q int) (off, length uint64) {
+	l := c.Coll.Definition().In
+	if l.Shape == spec.Packed {
+		return 0, partBytes(c, l, c.SendCounts, p, c.Count)
+	}
+	return layoutSlice(c, l, c.SendCounts, c.SendDispls, q)
+}
+
+// outPart is the byte range of consumer q's output that producer p's part
+// lands in: all of a packed output, slice p of a scattered or transposed one.
+func outPart(c *spec.Call, q, p int) (off, length uint64) {
+	l := c.Coll.Definition().Out
+	if l.Shape == spec.Packed {
+		return 0, partBytes(c, l, c.RecvCounts, q, c.Count)
+	}
+	return layoutSlice(c, l, c.RecvCounts, c.RecvDispls, p)
+}
+
+// partBytes is the length of rank r's packed buffer: the call's count, or a
+// V layout's count for r (AllGatherV and ReduceScatterV pass one list for
+// both sides, in Counts; AllToAllV one per side).
+func partBytes(c *spec.Call, l spec.Layout, side []uint64, r int, count uint64) uint64 {
+	if l.V {
+		count = pick(c.Counts, side)[r]
+	}
+	return count * uint64(c.Type.Size())
+}
+
+// layoutSlice is slice i of a scattered or transposed buffer: slices of the
+// call's count one after another, or a V layout's counts at its displacements.
+func layoutSlice(c *spec.Call, l spec.Layout, counts, displs []uint64, i int) (off, length uint64) {
+	size := uint64(c.Type.Size())
+	if l.V {
+		return pick(c.Displs, displs)[i] * size, pick(c.Counts, counts)[i] * size
+	}
+	return uint64(i) * c.Count * size, c.Count * size
+}
+
+// pick is side where the call has per-side lists (AllToAllV), else shared.
+func pick(shared, side []uint64) []uint64 {
+	if side != nil {
+		return side
+	}
+	return shared
 }
 
 // copiesLocally reports whether coll copies from some rank's input to its
-// output: every rank of AllGather and AllToAll, the root of Broadcast,
-// Gather and Scatter (each rank may skip its copy: in place, or nothing).
+// output (every rank of AllGather and AllToAll, the root of Broadcast,
+// Gather and Scatter; each rank may skip its copy: in place, or nothing):
+// a collective that consumes by copy, where some rank both produces and
+// consumes.
 func copiesLocally(coll spec.Collective) bool {
-	switch coll {
-	case spec.AllGather, spec.AllGatherV, spec.AllToAll, spec.AllToAllV, spec.Broadcast, spec.Gather, spec.Scatter:
-		return true
-	}
-	return false
+	return coll != spec.SendRecv && coll.Definition().Consume == spec.ConsumeCopy
+}
+
+// allReduces reports whether coll leaves every rank the reduction of every
+// rank's whole input (AllReduce): staged, it runs as a reduce-scatter and an
+// all-gather (allreduce.go) instead of each rank reducing everything.
+func allReduces(coll spec.Collective) bool {
+	d := coll.Definition()
+	return d.Consume == spec.ConsumeReduce && d.In.Shape == spec.Packed && d.Out.Shape == spec.Packed && !d.In.Rooted && !d.Out.Rooted
 }
 
 // inbox is the segment of consumer q's staging slot that producer p pushes
