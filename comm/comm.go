@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"purlin/atom"
+	"purlin/comm/rendezvous"
 	"purlin/config"
 	"purlin/errs"
 	"purlin/snac"
@@ -66,7 +67,7 @@ type Comm struct {
 	deferred atomic.Bool   // init waits for GroupEnd
 
 	// Set by init, immutable afterwards.
-	boot     *bootstrap
+	boot     *rendezvous.Bootstrap
 	dp       atom.Rank
 	atomName string
 	plans    *planner
@@ -101,19 +102,19 @@ func (c *Comm) init(id UniqueID) (err error) {
 	if c.nranks > snac.MaxRanks {
 		return errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks; Purlin supports at most %d (one NVLink server)", c.nranks, snac.MaxRanks)
 	}
-	boot, err := connect(&id, c.rank, c.nranks, c.device, c.cfg.timeout(), c.cancel)
+	boot, err := rendezvous.Connect(&id, c.rank, c.nranks, c.device, c.cfg.timeout(), c.cancel)
 	if err != nil {
 		return err
 	}
 	factory, err := selectAtom(config.Get().Atom, c.rank, c.device, c.onGPU)
 	if err != nil {
-		boot.close(false)
+		boot.Close(false)
 		return err
 	}
 	topo := factory.topology(c.nranks, c.rank, c.cfg)
 	dp, err := factory.newRank(topo, boot, atom.Options{TimeoutNanos: int64(c.cfg.timeout()), Device: c.device})
 	if err != nil {
-		boot.close(false)
+		boot.Close(false)
 		return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, factory.name(), err)
 	}
 	c.boot, c.dp, c.atomName = boot, dp, factory.name()
@@ -124,7 +125,7 @@ func (c *Comm) init(id UniqueID) (err error) {
 		config.Warnf("comm %#x rank %d: %v: work that still waits for it fails", c.handle, c.rank, err)
 		dp.PeerGone(peer, err)
 	}
-	boot.setOnDrop(drop)
+	boot.SetOnDrop(drop)
 	config.Infof("Purlin %s (NCCL %d) comm %#x rank %d of %d, device %d, %s Atom", Version, NCCLVersion, c.handle, c.rank, c.nranks, c.device, c.atomName)
 	return nil
 }

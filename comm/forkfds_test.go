@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"purlin/comm/rendezvous"
 )
 
 // TestForkHooksCoverBootstrapSockets: while a communicator lives, every
@@ -36,7 +38,7 @@ func TestForkHooksCoverBootstrapSockets(t *testing.T) {
 		return fds
 	}
 	const n = 3
-	id, err := newUniqueID(loopbackListener(t), 10*time.Second)
+	id, err := rendezvous.NewUniqueID(loopbackListener(t), 10*time.Second)
 	require.NoError(t, err)
 	require.Len(t, live(), 1, "the rendezvous' listener")
 	comms, errList := initRanks(n, id, testConfig())

@@ -17,7 +17,7 @@ func InitRank(nranks int, id UniqueID, rank int, cfg Config, device int) (*Comm,
 	if nranks < 1 || rank < 0 || rank >= nranks {
 		return nil, errs.New(errs.ErrInvalidArgument, "CommInitRank: rank %d is not a rank of %d", rank, nranks)
 	}
-	if _, _, err := id.decode(); err != nil {
+	if _, err := id.Addr(); err != nil {
 		return nil, err
 	}
 	device, onGPU := callerDevice(config.Get().Atom, device)
@@ -161,7 +161,7 @@ func (c *Comm) Abort() error {
 		}
 	}
 	if c.boot != nil {
-		c.boot.abort()
+		c.boot.Abort()
 	}
 	if c.dp != nil {
 		c.dp.Abort()
@@ -182,7 +182,7 @@ func (c *Comm) free(bye bool) {
 		c.dp.Close()
 	}
 	if c.boot != nil {
-		c.boot.close(bye)
+		c.boot.Close(bye)
 	}
 	unregister(c)
 }

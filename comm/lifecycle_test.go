@@ -165,7 +165,7 @@ func TestDeadPeerAbortsWaits(t *testing.T) {
 	call := spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr(), Count: 1024, Type: spec.Float32}
 	require.NoError(t, comms[0].Collective(&call, 0)) // rank 1 never joins
 	start := time.Now()
-	comms[1].boot.conn.Close() // as if rank 1's process died
+	comms[1].boot.Sever() // as if rank 1's process died
 	err := comms[0].Synchronize()
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 10*time.Second)
@@ -196,8 +196,8 @@ func TestGonePeerFailsOnlyWorkThatNeedsIt(t *testing.T) {
 			for _, r := range []int{1, 2} {
 				require.NoError(t, comms[r].Synchronize())
 			}
-			comms[1].boot.conn.Close() // as if rank 1's process died after its Broadcast
-			require.Eventually(t, func() bool { return comms[0].boot.failure() != nil }, 10*time.Second, time.Millisecond)
+			comms[1].boot.Sever() // as if rank 1's process died after its Broadcast
+			require.Eventually(t, func() bool { return comms[0].boot.Failure() != nil }, 10*time.Second, time.Millisecond)
 			require.NoError(t, comms[0].Synchronize())
 			require.NoError(t, comms[0].AsyncError())
 			assert.Equal(t, rankPattern(size, 1), bytesAtAddr(bufs[0], size))

@@ -202,9 +202,7 @@ func TestMultiProcessExitWithoutDestroy(t *testing.T) {
 		require.NoError(t, cmd.Wait())
 	}
 	require.Eventually(t, func() bool { // every exit has reached this rank
-		c.boot.dmu.Lock()
-		defer c.boot.dmu.Unlock()
-		return len(c.boot.drops) == n-1
+		return c.boot.Gone() == n-1
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Synchronize())
 	require.NoError(t, check())

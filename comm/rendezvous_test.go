@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"purlin/comm/rendezvous"
 )
 
 // The rendezvous' lifecycle: its accept loop outlives passing errors, an
@@ -62,7 +64,7 @@ func initRanks(n int, id UniqueID, cfg Config, delays ...time.Duration) ([]*Comm
 func TestRendezvousAcceptSurvivesTransientErrors(t *testing.T) {
 	ln := &flakyListener{Listener: loopbackListener(t)}
 	ln.fails.Store(5)
-	id, err := newUniqueID(ln, 10*time.Second)
+	id, err := rendezvous.NewUniqueID(ln, 10*time.Second)
 	require.NoError(t, err)
 	cfg := testConfig()
 	cfg.Timeout = 5 * time.Second
@@ -86,9 +88,9 @@ func TestRendezvousSurvivesDescriptorShortage(t *testing.T) {
 		require.NoError(t, err, "the child:\n%s", out)
 		return
 	}
-	id, err := newUniqueID(loopbackListener(t), 20*time.Second)
+	id, err := rendezvous.NewUniqueID(loopbackListener(t), 20*time.Second)
 	require.NoError(t, err)
-	addr, _, err := id.decode()
+	addr, err := id.Addr()
 	require.NoError(t, err)
 	limit := uint64(openFDs(t) + 60)
 	var old syscall.Rlimit
@@ -118,26 +120,26 @@ func TestRendezvousSurvivesDescriptorShortage(t *testing.T) {
 }
 
 // TestUnusedIDReleased: an id no rank uses within the timeout releases its
-// listener, its goroutine and its place in localServers.
+// listener, its goroutine and its place among rendezvous.LocalServers.
 func TestUnusedIDReleased(t *testing.T) {
 	const n = 200
-	fds0, gs0, servers0 := openFDs(t), runtime.NumGoroutine(), countLocalServers()
+	fds0, gs0, servers0 := openFDs(t), runtime.NumGoroutine(), rendezvous.LocalServers()
 	for range n {
-		_, err := newUniqueID(loopbackListener(t), 300*time.Millisecond)
+		_, err := rendezvous.NewUniqueID(loopbackListener(t), 300*time.Millisecond)
 		require.NoError(t, err)
 	}
 	require.GreaterOrEqual(t, openFDs(t), fds0+n/2, "the ids hold no listener")
 	require.Eventually(t, func() bool {
-		return openFDs(t) <= fds0+5 && runtime.NumGoroutine() <= gs0+5 && countLocalServers() <= servers0
+		return openFDs(t) <= fds0+5 && runtime.NumGoroutine() <= gs0+5 && rendezvous.LocalServers() <= servers0
 	}, 5*time.Second, 20*time.Millisecond, "after %d unused ids: descriptors %d -> %d, goroutines %d -> %d, local servers %d -> %d",
-		n, fds0, openFDs(t), gs0, runtime.NumGoroutine(), servers0, countLocalServers())
+		n, fds0, openFDs(t), gs0, runtime.NumGoroutine(), servers0, rendezvous.LocalServers())
 }
 
 // TestIDUsedLateWithinTimeout: the idle bound counts from the id's making
 // to the first rank; from there, the other ranks have the whole timeout.
 func TestIDUsedLateWithinTimeout(t *testing.T) {
 	const timeout = 3 * time.Second
-	id, err := newUniqueID(loopbackListener(t), timeout)
+	id, err := rendezvous.NewUniqueID(loopbackListener(t), timeout)
 	require.NoError(t, err)
 	cfg := testConfig()
 	comms, errList := initRanks(2, id, cfg, 2*time.Second, 4*time.Second) // rank 1 past the idle bound
@@ -148,7 +150,7 @@ func TestIDUsedLateWithinTimeout(t *testing.T) {
 }
 
 // TestInitDestroyCyclesLeakNothing: thousands of create/destroy cycles and
-// unused ids leave no descriptor, goroutine or localServers entry behind.
+// unused ids leave no descriptor, goroutine or local rendezvous behind.
 // PURLIN_LEAK_CYCLES sets the cycles (200 by default, to stay quick).
 func TestInitDestroyCyclesLeakNothing(t *testing.T) {
 	cycles := 200
@@ -157,9 +159,9 @@ func TestInitDestroyCyclesLeakNothing(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Timeout = 5 * time.Second
-	fds0, gs0, servers0, rss0, heap0 := openFDs(t), runtime.NumGoroutine(), countLocalServers(), rssKB(t), liveHeapKB()
+	fds0, gs0, servers0, rss0, heap0 := openFDs(t), runtime.NumGoroutine(), rendezvous.LocalServers(), rssKB(t), liveHeapKB()
 	for i := range cycles {
-		id, err := newUniqueID(loopbackListener(t), 500*time.Millisecond)
+		id, err := rendezvous.NewUniqueID(loopbackListener(t), 500*time.Millisecond)
 		require.NoError(t, err)
 		if i%2 == 1 {
 			continue // unused: released after its timeout
@@ -171,13 +173,13 @@ func TestInitDestroyCyclesLeakNothing(t *testing.T) {
 		destroyAll(comms)
 	}
 	ok := func() bool {
-		return openFDs(t) <= fds0+5 && runtime.NumGoroutine() <= gs0+5 && countLocalServers() <= servers0
+		return openFDs(t) <= fds0+5 && runtime.NumGoroutine() <= gs0+5 && rendezvous.LocalServers() <= servers0
 	}
 	require.Eventually(t, ok, 5*time.Second, 20*time.Millisecond,
 		"after %d cycles: descriptors %d -> %d, goroutines %d -> %d, local servers %d -> %d",
-		cycles, fds0, openFDs(t), gs0, runtime.NumGoroutine(), servers0, countLocalServers())
+		cycles, fds0, openFDs(t), gs0, runtime.NumGoroutine(), servers0, rendezvous.LocalServers())
 	t.Logf("%d cycles: descriptors %d -> %d, goroutines %d -> %d, local servers %d -> %d, RSS %d -> %d KB, live heap %d -> %d KB",
-		cycles, fds0, openFDs(t), gs0, runtime.NumGoroutine(), servers0, countLocalServers(), rss0, rssKB(t), heap0, liveHeapKB())
+		cycles, fds0, openFDs(t), gs0, runtime.NumGoroutine(), servers0, rendezvous.LocalServers(), rss0, rssKB(t), heap0, liveHeapKB())
 }
 
 func openFDs(t testing.TB) int {
@@ -193,12 +195,6 @@ func liveHeapKB() int {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int(m.HeapInuse >> 10)
-}
-
-func countLocalServers() int {
-	n := 0
-	localServers.Range(func(any, any) bool { n++; return true })
-	return n
 }
 
 func rssKB(t testing.TB) int {

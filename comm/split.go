@@ -122,27 +122,18 @@ func (c *Comm) shrink(survivors []int, seq uint64, child *Comm) error {
 	newRank := slices.Index(survivors, c.rank)
 	deadline := time.Now().Add(c.cfg.timeout())
 	var id UniqueID
+	var err error
 	if newRank == 0 {
-		var err error
 		if id, err = GetUniqueID(); err != nil {
 			return err
 		}
 		for _, r := range survivors[1:] {
-			if err := c.boot.mail.send(r, mailShrinkID, seq, id[:], -1, deadline, &c.boot.aborted); err != nil {
+			if err := c.boot.SendUniqueID(r, seq, id, deadline); err != nil {
 				return err
 			}
 		}
-	} else {
-		payload, fd, err := c.boot.mail.recv(mailShrinkID, survivors[0], seq, deadline, &c.boot.aborted)
-		if err != nil {
-			return err
-		}
-		if fd >= 0 {
-			closeFD(fd)
-		}
-		if copy(id[:], payload) != UniqueIDBytes {
-			return errs.New(errs.ErrRemote, "CommShrink: rank %d sent a %d-byte unique id", survivors[0], len(payload))
-		}
+	} else if id, err = c.boot.RecvUniqueID(survivors[0], seq, deadline); err != nil {
+		return err
 	}
 	child.rank, child.nranks = newRank, len(survivors)
 	return child.init(id)

@@ -122,7 +122,7 @@ func stressRound(t *testing.T, it int, send, recv []cBuffer, maxCount uint64) {
 		calls(count, true, 1)
 	}
 	for r, c := range comms {
-		require.NoError(t, c.boot.failure(), "round %d: rank %d was taken for gone", it, r)
+		require.NoError(t, c.boot.Failure(), "round %d: rank %d was taken for gone", it, r)
 		require.NoError(t, c.AsyncError(), "round %d rank %d", it, r)
 	}
 	for r, c := range comms {

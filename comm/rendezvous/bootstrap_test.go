@@ -1,4 +1,4 @@
-package comm
+package rendezvous
 
 import (
 	"fmt"
@@ -31,15 +31,15 @@ func TestUniqueIDRoundTrip(t *testing.T) {
 }
 
 // connectAll joins n bootstraps at one rendezvous.
-func connectAll(t *testing.T, n int, timeout time.Duration) []*bootstrap {
+func connectAll(t *testing.T, n int, timeout time.Duration) []*Bootstrap {
 	t.Helper()
 	id, err := GetUniqueID()
 	require.NoError(t, err)
-	boots := make([]*bootstrap, n)
+	boots := make([]*Bootstrap, n)
 	errList := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Go(func() { boots[r], errList[r] = connect(&id, r, n, r, timeout, nil) })
+		wg.Go(func() { boots[r], errList[r] = Connect(&id, r, n, r, timeout, nil) })
 	}
 	wg.Wait()
 	for r, err := range errList {
@@ -48,7 +48,7 @@ func connectAll(t *testing.T, n int, timeout time.Duration) []*bootstrap {
 	t.Cleanup(func() {
 		for r, b := range boots {
 			closed := make(chan struct{})
-			go func() { b.close(true); close(closed) }()
+			go func() { b.Close(true); close(closed) }()
 			select {
 			case <-closed:
 			case <-time.After(5 * time.Second):
@@ -134,14 +134,14 @@ func TestRendezvousRefusals(t *testing.T) {
 		require.NoError(t, err)
 		first := make(chan error, 1)
 		go func() {
-			b, err := connect(&id, 0, 2, 0, 3*time.Second, nil)
+			b, err := Connect(&id, 0, 2, 0, 3*time.Second, nil)
 			if b != nil {
-				b.close(true)
+				b.Close(true)
 			}
 			first <- err
 		}()
 		time.Sleep(100 * time.Millisecond)
-		_, err = connect(&id, 1, 3, 1, 3*time.Second, nil)
+		_, err = Connect(&id, 1, 3, 1, 3*time.Second, nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "3 ranks")
 		assert.Error(t, <-first) // rank 0 never gets a complete clique
@@ -151,11 +151,11 @@ func TestRendezvousRefusals(t *testing.T) {
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() {
-			_, err := connect(&id, 0, 2, 0, time.Second, nil)
+			_, err := Connect(&id, 0, 2, 0, time.Second, nil)
 			done <- err
 		}()
 		time.Sleep(100 * time.Millisecond)
-		_, err = connect(&id, 0, 2, 0, time.Second, nil)
+		_, err = Connect(&id, 0, 2, 0, time.Second, nil)
 		if err == nil || !assert.Contains(t, err.Error(), "twice") {
 			// the goroutine's connect may have been the second one
 			assert.Contains(t, (<-done).Error(), "twice")
@@ -167,7 +167,7 @@ func TestRendezvousRefusals(t *testing.T) {
 		id, err := GetUniqueID()
 		require.NoError(t, err)
 		id[24] ^= 0xff
-		_, err = connect(&id, 0, 1, 0, time.Second, nil)
+		_, err = Connect(&id, 0, 1, 0, time.Second, nil)
 		assert.ErrorIs(t, err, errs.ErrRemote)
 		assert.Contains(t, err.Error(), "closed the connection")
 	})
@@ -175,7 +175,7 @@ func TestRendezvousRefusals(t *testing.T) {
 		id, err := GetUniqueID()
 		require.NoError(t, err)
 		start := time.Now()
-		_, err = connect(&id, 0, 2, 0, 300*time.Millisecond, nil)
+		_, err = Connect(&id, 0, 2, 0, 300*time.Millisecond, nil)
 		assert.ErrorIs(t, err, errs.ErrTimeout)
 		assert.Less(t, time.Since(start), 5*time.Second)
 	})
@@ -184,7 +184,7 @@ func TestRendezvousRefusals(t *testing.T) {
 		require.NoError(t, err)
 		cancel := make(chan struct{})
 		time.AfterFunc(100*time.Millisecond, func() { close(cancel) })
-		_, err = connect(&id, 0, 2, 0, 10*time.Second, cancel)
+		_, err = Connect(&id, 0, 2, 0, 10*time.Second, cancel)
 		assert.ErrorIs(t, err, errs.ErrAborted)
 	})
 }
@@ -195,11 +195,11 @@ func TestRendezvousRefusals(t *testing.T) {
 func TestBootstrapDropIsSeen(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		leave func(b *bootstrap)
+		leave func(b *Bootstrap)
 		says  string
 	}{
-		{"connection ends", func(b *bootstrap) { b.conn.Close() }, "rank 0's process exited or died"},
-		{"abort", func(b *bootstrap) { b.close(false) }, "rank 0 aborted its communicator"},
+		{"connection ends", func(b *Bootstrap) { b.conn.Close() }, "rank 0's process exited or died"},
+		{"abort", func(b *Bootstrap) { b.Close(false) }, "rank 0 aborted its communicator"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			boots := connectAll(t, 3, 10*time.Second)
@@ -210,7 +210,7 @@ func TestBootstrapDropIsSeen(t *testing.T) {
 			seen := make([]chan drop, len(boots))
 			for r, b := range boots[1:] {
 				seen[r+1] = make(chan drop, 4)
-				b.setOnDrop(func(peer int, err error) { seen[r+1] <- drop{peer, err} })
+				b.SetOnDrop(func(peer int, err error) { seen[r+1] <- drop{peer, err} })
 			}
 			next := func(r int) drop {
 				select {
@@ -255,29 +255,29 @@ func TestBootstrapExchangeGivenUp(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// giveUp makes rank 1 give up on an exchange rank 0 has not joined.
-		giveUp func(t *testing.T, b *bootstrap)
+		giveUp func(t *testing.T, b *Bootstrap)
 		// late is rank 0 joining that exchange afterwards.
-		late func(t *testing.T, b *bootstrap)
+		late func(t *testing.T, b *Bootstrap)
 	}{
 		{"AllGather",
-			func(t *testing.T, b *bootstrap) {
+			func(t *testing.T, b *Bootstrap) {
 				_, err := b.AllGather([]byte("rank 1, round 0"))
 				require.ErrorIs(t, err, errs.ErrTimeout)
 			},
-			func(t *testing.T, b *bootstrap) {
+			func(t *testing.T, b *Bootstrap) {
 				got, err := b.AllGather([]byte("rank 0, round 0"))
 				require.NoError(t, err, "rank 1's value was sent before it gave up")
 				assert.Equal(t, [][]byte{[]byte("rank 0, round 0"), []byte("rank 1, round 0")}, got)
 			}},
 		{"AllGatherFD",
-			func(t *testing.T, b *bootstrap) {
+			func(t *testing.T, b *Bootstrap) {
 				fd, err := unix.MemfdCreate("given-up", 0)
 				require.NoError(t, err)
 				defer unix.Close(fd)
 				_, err = b.AllGatherFD(fd)
 				require.ErrorIs(t, err, errs.ErrTimeout)
 			},
-			func(t *testing.T, b *bootstrap) {
+			func(t *testing.T, b *Bootstrap) {
 				fd, err := unix.MemfdCreate("late", 0)
 				require.NoError(t, err)
 				defer unix.Close(fd)
@@ -313,7 +313,7 @@ func TestBootstrapExchangeGivenUp(t *testing.T) {
 				tc.late(t, boots[0])
 				boots[0].AllGather([]byte("rank 0, round 1")) // rank 1 never joins it (it would, out of step)
 				gone := make(chan int, 1)
-				boots[1].setOnDrop(func(peer int, err error) { gone <- peer })
+				boots[1].SetOnDrop(func(peer int, err error) { gone <- peer })
 				boots[0].conn.Close() // as if rank 0's process died
 				select {
 				case peer := <-gone:

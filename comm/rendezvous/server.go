@@ -1,4 +1,4 @@
-package comm
+package rendezvous
 
 import (
 	"encoding/binary"
@@ -68,6 +68,14 @@ type serverConn struct {
 // jobKey, so a rank living in the same process can leave synchronously
 // (leaveLocal).
 var localServers sync.Map
+
+// LocalServers is the number of rendezvous this process hosts: a server
+// leaves once its communicator's ranks are gone, or its id went unused.
+func LocalServers() int {
+	n := 0
+	localServers.Range(func(any, any) bool { n++; return true })
+	return n
+}
 
 const (
 	// maxHandshakes bounds the connections a server authenticates at once.

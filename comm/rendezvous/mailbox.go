@@ -1,4 +1,4 @@
-package comm
+package rendezvous
 
 import (
 	"crypto/hmac"

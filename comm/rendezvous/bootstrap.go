@@ -1,4 +1,4 @@
-package comm
+package rendezvous
 
 import (
 	"crypto/hmac"
@@ -30,7 +30,7 @@ import (
 // on to the next; so every later exchange of this rank fails at once, naming
 // the first failure (NCCL: the communicator must be aborted). The round's
 // late reply is dropped.
-type bootstrap struct {
+type Bootstrap struct {
 	rank, nranks int
 	key          jobKey     // the unique id's secret; finds the rendezvous in localServers when this process hosts it
 	peers        []PeerInfo // immutable after connect
@@ -73,7 +73,7 @@ type dropped struct {
 // connect joins the rendezvous id names as rank of nranks and returns once
 // every rank arrived (bounded by timeout).
 // Closing cancel ends the wait early with ErrAborted.
-func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, cancel <-chan struct{}) (*bootstrap, error) {
+func Connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, cancel <-chan struct{}) (*Bootstrap, error) {
 	addr, key, err := id.decode()
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 	conn := trackConn(raw)
 	host, _ := os.Hostname()
 	me := PeerInfo{Rank: rank, NRanks: nranks, Pid: os.Getpid(), Device: device, Host: host}
-	b := &bootstrap{rank: rank, nranks: nranks, key: key, timeout: timeout, conn: conn, mail: mail,
+	b := &Bootstrap{rank: rank, nranks: nranks, key: key, timeout: timeout, conn: conn, mail: mail,
 		done: make(chan struct{})}
 	helloDone := make(chan struct{})
 	go func() {
@@ -123,7 +123,7 @@ func connect(id *UniqueID, rank, nranks, device int, timeout time.Duration, canc
 }
 
 // hello runs the handshake (wire.go) and waits for every rank's record.
-func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
+func (b *Bootstrap) hello(me PeerInfo, deadline time.Time) error {
 	b.conn.SetDeadline(deadline)
 	defer b.conn.SetDeadline(time.Time{})
 	kind, serverNonce, err := b.helloRead(maxHelloFrame)
@@ -170,7 +170,7 @@ func (b *bootstrap) hello(me PeerInfo, deadline time.Time) error {
 }
 
 // helloRead reads one frame of the handshake, of at most max bytes.
-func (b *bootstrap) helloRead(max uint32) (byte, []byte, error) {
+func (b *Bootstrap) helloRead(max uint32) (byte, []byte, error) {
 	kind, payload, err := readFrame(b.conn, max)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return 0, nil, errs.New(errs.ErrTimeout, "CommInitRank rank %d of %d: not every rank arrived at the rendezvous within the timeout", b.rank, b.nranks)
@@ -183,7 +183,7 @@ func (b *bootstrap) helloRead(max uint32) (byte, []byte, error) {
 
 // read delivers gather replies and turns a lost connection into onDrop. It
 // never waits for anyone, so a departure is told whatever the exchanges do.
-func (b *bootstrap) read() {
+func (b *Bootstrap) read() {
 	defer close(b.done)
 	for {
 		kind, payload, err := readFrame(b.conn, maxFrame)
@@ -217,7 +217,7 @@ func (b *bootstrap) read() {
 
 // deliver hands the reply of round to the AllGather waiting for it, if any:
 // the reply of a round its AllGather gave up on is dropped.
-func (b *bootstrap) deliver(round uint64, values []byte) {
+func (b *Bootstrap) deliver(round uint64, values []byte) {
 	b.rmu.Lock()
 	defer b.rmu.Unlock()
 	if w := b.waiting; w.reply != nil && w.round == round {
@@ -227,7 +227,7 @@ func (b *bootstrap) deliver(round uint64, values []byte) {
 }
 
 // wait makes w the AllGather waiting for a reply (a zero w: none).
-func (b *bootstrap) wait(w gatherWait) {
+func (b *Bootstrap) wait(w gatherWait) {
 	b.rmu.Lock()
 	b.waiting = w
 	b.rmu.Unlock()
@@ -235,7 +235,7 @@ func (b *bootstrap) wait(w gatherWait) {
 
 // fail records that peer is gone (-1: any rank may be) because of err and
 // tells onDrop.
-func (b *bootstrap) fail(peer int, err error) {
+func (b *Bootstrap) fail(peer int, err error) {
 	b.dmu.Lock()
 	b.drops = append(b.drops, dropped{peer, err})
 	f := b.onDrop
@@ -247,7 +247,7 @@ func (b *bootstrap) fail(peer int, err error) {
 
 // setOnDrop installs f and tells it every rank already seen gone; each
 // departure reaches f once.
-func (b *bootstrap) setOnDrop(f func(peer int, err error)) {
+func (b *Bootstrap) SetOnDrop(f func(peer int, err error)) {
 	b.dmu.Lock()
 	b.onDrop = f
 	past := slices.Clone(b.drops)
@@ -257,9 +257,9 @@ func (b *bootstrap) setOnDrop(f func(peer int, err error)) {
 	}
 }
 
-// failure returns why the bootstrap is unusable (the first rank seen gone),
+// Failure returns why the bootstrap is unusable (the first rank seen gone),
 // or nil.
-func (b *bootstrap) failure() error {
+func (b *Bootstrap) Failure() error {
 	b.dmu.Lock()
 	defer b.dmu.Unlock()
 	if len(b.drops) > 0 {
@@ -270,8 +270,8 @@ func (b *bootstrap) failure() error {
 
 // ready returns why no exchange can start: a rank is gone, or this rank
 // gave up on an earlier exchange. b.gmu must be held.
-func (b *bootstrap) ready(what string) error {
-	if err := b.failure(); err != nil {
+func (b *Bootstrap) ready(what string) error {
+	if err := b.Failure(); err != nil {
 		return err
 	}
 	if b.outOfStep != nil {
@@ -283,18 +283,18 @@ func (b *bootstrap) ready(what string) error {
 
 // giveUp records that this rank gave up on an exchange with err, if not nil.
 // b.gmu must be held.
-func (b *bootstrap) giveUp(err error) {
+func (b *Bootstrap) giveUp(err error) {
 	if err != nil && b.outOfStep == nil {
 		b.outOfStep = err
 	}
 }
 
-func (b *bootstrap) Rank() int   { return b.rank }
-func (b *bootstrap) NRanks() int { return b.nranks }
+func (b *Bootstrap) Rank() int   { return b.rank }
+func (b *Bootstrap) NRanks() int { return b.nranks }
 
 // AllGather sends mine to every rank through the rendezvous and returns all
 // ranks' values in rank order.
-func (b *bootstrap) AllGather(mine []byte) (_ [][]byte, err error) {
+func (b *Bootstrap) AllGather(mine []byte) (_ [][]byte, err error) {
 	b.gmu.Lock()
 	defer b.gmu.Unlock()
 	if err := b.ready("AllGather"); err != nil {
@@ -320,7 +320,7 @@ func (b *bootstrap) AllGather(mine []byte) (_ [][]byte, err error) {
 		case reply := <-w.reply:
 			return decodeValues(reply, b.nranks)
 		case <-b.done:
-			if err := b.failure(); err != nil {
+			if err := b.Failure(); err != nil {
 				return nil, err
 			}
 			return nil, errs.New(errs.ErrInvalidUsage, "bootstrap AllGather rank %d: the communicator was closed", b.rank)
@@ -330,7 +330,7 @@ func (b *bootstrap) AllGather(mine []byte) (_ [][]byte, err error) {
 			if b.aborted.Load() {
 				return nil, errs.New(errs.ErrAborted, "bootstrap AllGather rank %d: aborted", b.rank)
 			}
-			if err := b.failure(); err != nil { // a rank is gone: the round cannot complete
+			if err := b.Failure(); err != nil { // a rank is gone: the round cannot complete
 				return nil, err
 			}
 		}
@@ -339,7 +339,7 @@ func (b *bootstrap) AllGather(mine []byte) (_ [][]byte, err error) {
 
 // AllGatherFD sends fd to every rank's mailbox and returns every rank's fd
 // in rank order, each a new descriptor the caller owns (its own is a dup).
-func (b *bootstrap) AllGatherFD(fd int) (_ []int, err error) {
+func (b *Bootstrap) AllGatherFD(fd int) (_ []int, err error) {
 	b.gmu.Lock()
 	defer b.gmu.Unlock()
 	if err := b.ready("AllGatherFD"); err != nil {
@@ -375,7 +375,7 @@ func (b *bootstrap) AllGatherFD(fd int) (_ []int, err error) {
 			fds[p] = got
 		}
 		if err == nil {
-			err = b.failure()
+			err = b.Failure()
 		}
 		if err != nil {
 			for _, f := range fds {
@@ -390,12 +390,12 @@ func (b *bootstrap) AllGatherFD(fd int) (_ []int, err error) {
 }
 
 // abort makes every bootstrap wait of this rank end with ErrAborted.
-func (b *bootstrap) abort() { b.aborted.Store(true) }
+func (b *Bootstrap) Abort() { b.aborted.Store(true) }
 
 // close leaves the rendezvous; with bye, the other ranks are not told that
 // this rank failed (Destroy); without it, they are told it aborted (Abort,
 // a failed init). Only the first call acts.
-func (b *bootstrap) close(bye bool) {
+func (b *Bootstrap) Close(bye bool) {
 	if b.leaving.Swap(true) {
 		return
 	}
@@ -414,3 +414,38 @@ func (b *bootstrap) close(bye bool) {
 	<-b.done
 	b.mail.close()
 }
+
+// SendUniqueID sends id to rank dst's mailbox as the seq-th id this rank
+// passes on (CommShrink: the new rank 0 gives the survivors their id).
+func (b *Bootstrap) SendUniqueID(dst int, seq uint64, id UniqueID, deadline time.Time) error {
+	return b.mail.send(dst, mailShrinkID, seq, id[:], -1, deadline, &b.aborted)
+}
+
+// RecvUniqueID waits for the seq-th id rank src sends this rank (SendUniqueID).
+func (b *Bootstrap) RecvUniqueID(src int, seq uint64, deadline time.Time) (UniqueID, error) {
+	var id UniqueID
+	payload, fd, err := b.mail.recv(mailShrinkID, src, seq, deadline, &b.aborted)
+	if err != nil {
+		return id, err
+	}
+	if fd >= 0 {
+		closeFD(fd)
+	}
+	if copy(id[:], payload) != UniqueIDBytes {
+		return id, errs.New(errs.ErrRemote, "CommShrink: rank %d sent a %d-byte unique id", src, len(payload))
+	}
+	return id, nil
+}
+
+// Gone is the number of departures seen so far (a rank gone, or -1: any rank
+// may be), each reported once to the SetOnDrop function.
+func (b *Bootstrap) Gone() int {
+	b.dmu.Lock()
+	defer b.dmu.Unlock()
+	return len(b.drops)
+}
+
+// Sever drops this rank's connection to the rendezvous without a word, as
+// a process that dies does: the other ranks learn that this rank is gone
+// (fault injection in tests).
+func (b *Bootstrap) Sever() { b.conn.Close() }

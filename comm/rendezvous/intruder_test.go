@@ -1,4 +1,4 @@
-package comm
+package rendezvous
 
 import (
 	"bufio"
@@ -116,21 +116,21 @@ func assertLearnedNothing(t *testing.T, id *UniqueID, got []byte) {
 }
 
 // startJob starts ranks 0..n-1 of a new id; wait returns their bootstraps.
-func startJob(t *testing.T, id *UniqueID, n int, timeout time.Duration) (wait func() []*bootstrap) {
-	boots := make([]*bootstrap, n)
+func startJob(t *testing.T, id *UniqueID, n int, timeout time.Duration) (wait func() []*Bootstrap) {
+	boots := make([]*Bootstrap, n)
 	errList := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Go(func() { boots[r], errList[r] = connect(id, r, n, r, timeout, nil) })
+		wg.Go(func() { boots[r], errList[r] = Connect(id, r, n, r, timeout, nil) })
 	}
-	return func() []*bootstrap {
+	return func() []*Bootstrap {
 		wg.Wait()
 		for r, err := range errList {
 			require.NoError(t, err, "real rank %d", r)
 		}
 		t.Cleanup(func() {
 			for _, b := range boots {
-				b.close(true)
+				b.Close(true)
 			}
 		})
 		return boots
@@ -138,7 +138,7 @@ func startJob(t *testing.T, id *UniqueID, n int, timeout time.Duration) (wait fu
 }
 
 // jobWorks runs an AllGather and an AllGatherFD on boots and checks both.
-func jobWorks(t *testing.T, boots []*bootstrap) {
+func jobWorks(t *testing.T, boots []*Bootstrap) {
 	t.Helper()
 	n := len(boots)
 	var wg sync.WaitGroup
@@ -330,7 +330,7 @@ func TestIdleConnectionsAreBounded(t *testing.T) {
 func TestHelloRankBound(t *testing.T) {
 	id, err := GetUniqueID()
 	require.NoError(t, err)
-	_, err = connect(&id, 0, 2147483647, 0, 2*time.Second, nil)
+	_, err = Connect(&id, 0, 2147483647, 0, 2*time.Second, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at most")
 	jobWorks(t, startJob(t, &id, 2, 10*time.Second)())
