@@ -53,7 +53,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		// the transfers (emit): NVLink and the local copy overlap. Every
 		// rank reserves them, copy or not, so that worker w handles the
 		// same bytes on both ends of every transfer.
-		reserve = max(1, t.Workers/localShare)
+		reserve = localWorkers(t.Workers)
 		gt.Workers -= reserve
 	}
 	g, err := newGeometry(gt, half, longest, segs, packets, !known)

@@ -21,11 +21,23 @@ const (
 	packetWorkers = 32
 	// localGrain is the bytes of a local copy that justify one more worker
 	// of a staged call's local copies (build), and the most a call of
-	// packets copies on its one aside worker (emit); 1/localShare of the
-	// topology's workers is what a staged call keeps for its local copies.
+	// packets copies on its one aside worker (emit).
 	localGrain = 64 << 10
-	localShare = 8
+	// maxLocalWorkers bounds the workers a staged call keeps for its local
+	// copies (localWorkers).
+	maxLocalWorkers = 8
 )
+
+// localWorkers is how many of w workers a staged call that copies locally
+// keeps for those copies. A data worker both pushes and copies out what it
+// receives, so at a few blocks the local copy (about 49 GB/s a block within
+// an H200) bounds the call unless it gets about a third of them; past 8
+// (about 390 GB/s) the link bounds it instead. On 2x H200, AllGather of
+// 1 GiB with an eighth of the blocks for its copy moved 49, 98 and 195
+// GB/s at 8, 16 and 32 blocks: one, two and four blocks' copy rate.
+func localWorkers(w int) int {
+	return max(1, min(w/3, maxLocalWorkers))
+}
 
 // geometry is how one Plan lays transfers over workers, chunks and staging.
 type geometry struct {
