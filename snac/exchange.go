@@ -40,16 +40,18 @@ type reduceFlow struct {
 type localFlow struct{ src, dst, length uint64 }
 
 // emit writes the exchange into b's workers: packet sends, local copies,
-// the staged chunk loop, then packet receives. A call of packets alone that
-// leaves a worker free copies local data of up to localGrain there, whole
-// (builder.aside): no transfer waits for it, and the packets' flight no
-// longer waits behind its loads. A longer copy on one worker would outlast
-// the packets (AllGather of 512 KiB a rank: 12.1 us in a graph, against 6.4
-// with the copy spread over the data workers), so it is spread. A rooted call of packets keeps its local copies with its data
-// (its aside worker runs the agreement, the longer path: with the copy
-// there too, a small Broadcast took 2.48 us instead of 2.19). A staged call
-// splits its local copies among workers of their own (builder.locals),
-// which run while the data workers keep NVLink busy.
+// the staged chunk loop, then packet receives. Local copies go where they
+// delay no transfer:
+//   - a call of packets alone that leaves a worker free copies up to
+//     localGrain there, whole (builder.aside): the packets' flight no longer
+//     waits behind its loads. A longer copy on one worker would outlast the
+//     packets (AllGather of 512 KiB a rank: 12.1 us in a graph, against 6.4
+//     spread over the data workers), so it is spread;
+//   - a rooted call of packets keeps them with its data: its aside worker
+//     runs the agreement, the longer path (with the copy there too, a small
+//     Broadcast took 2.48 us instead of 2.19);
+//   - a staged call splits them among workers of their own
+//     (builder.locals), which copy while the data workers keep NVLink busy.
 func (b *builder) emit(x *exchange) {
 	if len(x.locals) > 0 && b.chunkCount(x) == 0 && !b.agree && x.localLongest() <= localGrain {
 		b.setAside()
