@@ -7,11 +7,12 @@ import "purlin/spec"
 // per collective:
 //
 //   - producers are every rank, or the root where the input is rooted;
-//     consumers every rank, or the root where the output is rooted;
+//     consumers every rank, or the root where the output is rooted
+//     (spec's Call.Produces, Call.Consumes);
 //   - the part of producer p's input meant for consumer q is all of a
-//     packed input, or slice q of a scattered one (inPart);
+//     packed input, or slice q of a scattered one (Call.InPart);
 //   - it lands in all of q's packed output, or in slice p of a scattered
-//     or transposed one (outPart);
+//     or transposed one (Call.OutPart);
 //   - copy moves each producer's part to each consumer (a local copy where
 //     they are one rank); reduce combines, at each consumer, the parts of
 //     every rank in rank order, its own read straight from its input.
@@ -44,8 +45,6 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		}
 		return pairCheck(c, t, length)
 	}
-	produces := func(r int) bool { return !d.In.Rooted || r == c.Root }
-	consumes := func(r int) bool { return !d.Out.Rooted || r == c.Root }
 	seg := func(p, q int) int {
 		if d.In.Rooted {
 			return 0 // the root is its consumers' only sender
@@ -58,90 +57,42 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	}
 	if d.Consume == spec.ConsumeReduce {
 		for q := range n {
-			if q != me && consumes(q) && produces(me) {
-				src, length := inPart(c, me, q)
+			if q != me && c.Consumes(q) && c.Produces(me) {
+				src, length := c.InPart(me, q)
 				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: check})
 			}
 		}
-		if consumes(me) {
-			own, _ := inPart(c, me, me)
-			dst, length := outPart(c, me, me)
+		if c.Consumes(me) {
+			own, _ := c.InPart(me, me)
+			dst, length := c.OutPart(me, me)
 			x.reduces = append(x.reduces, reduceFlow{dst: dst, own: own, length: length, check: check})
 		}
 		return x, segs
 	}
-	if produces(me) {
+	if c.Produces(me) {
 		for q := range n {
-			if q != me && consumes(q) {
-				src, length := inPart(c, me, q)
+			if q != me && c.Consumes(q) {
+				src, length := c.InPart(me, q)
 				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: checkOf(length)})
 			}
 		}
 	}
-	if consumes(me) {
+	if c.Consumes(me) {
 		for p := range n {
-			if p != me && produces(p) {
-				dst, length := outPart(c, me, p)
+			if p != me && c.Produces(p) {
+				dst, length := c.OutPart(me, p)
 				x.ins = append(x.ins, inFlow{from: p, seg: seg(p, me), dst: dst, length: length, check: checkOf(length)})
 			}
 		}
 	}
-	if produces(me) && consumes(me) {
-		src, ls := inPart(c, me, me)
-		dst, lr := outPart(c, me, me)
+	if c.Produces(me) && c.Consumes(me) {
+		src, ls := c.InPart(me, me)
+		dst, lr := c.OutPart(me, me)
 		if length := min(ls, lr); !(c.InPlace() && src == dst) && length > 0 {
 			x.locals = append(x.locals, localFlow{src, dst, length})
 		}
 	}
 	return x, segs
-}
-
-// inPart is the byte range of producer p's input meant for consumer q: all
-// of a packed input, slice q of a scattered one.
-func inPart(c *spec.Call, p, q int) (off, length uint64) {
-	l := c.Coll.Definition().In
-	if l.Shape == spec.Packed {
-		return 0, partBytes(c, l, c.SendCounts, p, c.Count)
-	}
-	return layoutSlice(c, l, c.SendCounts, c.SendDispls, q)
-}
-
-// outPart is the byte range of consumer q's output that producer p's part
-// lands in: all of a packed output, slice p of a scattered or transposed one.
-func outPart(c *spec.Call, q, p int) (off, length uint64) {
-	l := c.Coll.Definition().Out
-	if l.Shape == spec.Packed {
-		return 0, partBytes(c, l, c.RecvCounts, q, c.Count)
-	}
-	return layoutSlice(c, l, c.RecvCounts, c.RecvDispls, p)
-}
-
-// partBytes is the length of rank r's packed buffer: the call's count, or a
-// V layout's count for r (AllGatherV and ReduceScatterV pass one list for
-// both sides, in Counts; AllToAllV one per side).
-func partBytes(c *spec.Call, l spec.Layout, side []uint64, r int, count uint64) uint64 {
-	if l.V {
-		count = pick(c.Counts, side)[r]
-	}
-	return count * uint64(c.Type.Size())
-}
-
-// layoutSlice is slice i of a scattered or transposed buffer: slices of the
-// call's count one after another, or a V layout's counts at its displacements.
-func layoutSlice(c *spec.Call, l spec.Layout, counts, displs []uint64, i int) (off, length uint64) {
-	size := uint64(c.Type.Size())
-	if l.V {
-		return pick(c.Displs, displs)[i] * size, pick(c.Counts, counts)[i] * size
-	}
-	return uint64(i) * c.Count * size, c.Count * size
-}
-
-// pick is side where the call has per-side lists (AllToAllV), else shared.
-func pick(shared, side []uint64) []uint64 {
-	if side != nil {
-		return side
-	}
-	return shared
 }
 
 // copiesLocally reports whether coll copies from some rank's input to its

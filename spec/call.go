@@ -165,78 +165,64 @@ func checkVector(coll Collective, name string, counts, displs []uint64) error {
 	return nil
 }
 
-// InPlace reports whether the call is in place in NCCL's sense.
+// InPlace reports whether the call is in place in NCCL's sense: one buffer
+// where input and output have the same shape, or this rank's slice of the
+// scattered one the packed one. A V output of slices from every rank
+// (AllToAllV) has no in-place form: its slices need not line up with the
+// input's.
 func (c *Call) InPlace() bool {
-	size := uintptr(c.Type.Size())
-	switch c.Coll {
-	case AllReduce, Broadcast, Reduce, AllToAll:
-		return c.Send == c.Recv
-	case AllGather, Gather:
-		return c.Send == c.Recv+uintptr(c.Rank)*uintptr(c.Count)*size
-	case ReduceScatter, Scatter:
-		return c.Recv == c.Send+uintptr(c.Rank)*uintptr(c.Count)*size
-	case AllGatherV:
-		return c.Send == c.Recv+uintptr(c.Displs[c.Rank])*size
-	case ReduceScatterV:
-		return c.Recv == c.Send+uintptr(c.Displs[c.Rank])*size
+	d := c.Coll.Definition()
+	switch {
+	case c.Coll == SendRecv:
+		return false
+	case d.In.Shape == Packed && d.Out.Shape != Packed:
+		off, _ := c.OutPart(c.Rank, c.Rank)
+		return c.Send == c.Recv+uintptr(off)
+	case d.In.Shape != Packed && d.Out.Shape == Packed:
+		off, _ := c.InPart(c.Rank, c.Rank)
+		return c.Recv == c.Send+uintptr(off)
+	case d.Out.Shape == Transposed && d.Out.V:
+		return false
 	}
-	return false
+	return c.Send == c.Recv
 }
 
-// Extents returns the bytes this rank reads from Send and writes to Recv.
+// Extents returns the bytes this rank reads from Send and writes to Recv:
+// the end of the last non-empty part its input holds and its output
+// receives (none where a rooted layout leaves the rank out).
 func (c *Call) Extents() (in, out uint64) {
 	size := uint64(c.Type.Size())
-	n := uint64(c.NRanks)
-	count := c.Count
-	if count > MaxBytes { // keep the products below from wrapping
-		count = MaxBytes + 1
-	}
-	root := c.Rank == c.Root
-	switch c.Coll {
-	case AllReduce:
-		return count * size, count * size
-	case AllGather:
-		return count * size, n * count * size
-	case ReduceScatter:
-		return n * count * size, count * size
-	case AllToAll:
-		return n * count * size, n * count * size
-	case Broadcast:
-		return pick(root, count*size), count * size
-	case Reduce:
-		return count * size, pick(root, count*size)
-	case Gather:
-		return count * size, pick(root, n*count*size)
-	case Scatter:
-		return pick(root, n*count*size), count * size
-	case SendRecv:
+	count := min(c.Count, MaxBytes+1) // keep the products below from wrapping
+	if c.Coll == SendRecv {
 		if c.IsSend {
 			return count * size, 0
 		}
 		return 0, count * size
-	case AllGatherV:
-		return c.Counts[c.Rank] * size, vectorExtent(c.Counts, c.Displs) * size
-	case ReduceScatterV:
-		return vectorExtent(c.Counts, c.Displs) * size, c.Counts[c.Rank] * size
-	case AllToAllV:
-		return vectorExtent(c.SendCounts, c.SendDispls) * size, vectorExtent(c.RecvCounts, c.RecvDispls) * size
 	}
-	return 0, 0
+	if c.Produces(c.Rank) {
+		in = c.extent(true, count)
+	}
+	if c.Consumes(c.Rank) {
+		out = c.extent(false, count)
+	}
+	return in, out
 }
 
-func pick(cond bool, v uint64) uint64 {
-	if cond {
-		return v
+// extent is the end of the last non-empty part of this rank's input (or
+// output; see part).
+func (c *Call) extent(input bool, count uint64) uint64 {
+	l := c.Coll.Definition().Out
+	if input {
+		l = c.Coll.Definition().In
 	}
-	return 0
-}
-
-// vectorExtent is the end of the last non-empty slice.
-func vectorExtent(counts, displs []uint64) uint64 {
+	if l.Shape == Packed || !l.V {
+		off, length := c.part(input, c.Rank, c.NRanks-1, count)
+		return off + length
+	}
 	var end uint64
-	for i, c := range counts {
-		if c > 0 && displs[i]+c > end {
-			end = displs[i] + c
+	for q := range c.NRanks {
+		if off, length := c.part(input, c.Rank, q, count); length > 0 {
+			end = max(end, off+length)
 		}
 	}
 	return end

@@ -252,3 +252,45 @@ func TestIsFloat8AndDefinedFor(t *testing.T) {
 		}
 	}
 }
+
+// The parts a layout names: producer p's part for consumer q and where it
+// lands, in bytes.
+func TestParts(t *testing.T) {
+	type part = [2]uint64
+	at := func(c spec.Call, p, q int) (in, out part) {
+		a, b := c.InPart(p, q)
+		x, y := c.OutPart(q, p)
+		return part{a, b}, part{x, y}
+	}
+	c := spec.Call{Coll: spec.AllGather, Count: 10, Type: spec.Float32, NRanks: 4}
+	in, out := at(c, 2, 1)
+	require.Equal(t, part{0, 40}, in, "a packed input is one part")
+	require.Equal(t, part{80, 40}, out, "lands in slice p of a scattered output")
+
+	c.Coll = spec.ReduceScatter
+	in, out = at(c, 2, 1)
+	require.Equal(t, part{40, 40}, in, "slice q of a scattered input")
+	require.Equal(t, part{0, 40}, out)
+
+	c.Coll = spec.AllToAll
+	in, out = at(c, 3, 0)
+	require.Equal(t, part{0, 40}, in)
+	require.Equal(t, part{120, 40}, out, "slice p of a transposed output")
+
+	c = spec.Call{Coll: spec.AllGatherV, Type: spec.Float16, NRanks: 3, Counts: []uint64{1, 2, 3}, Displs: []uint64{5, 0, 2}}
+	in, out = at(c, 2, 0)
+	require.Equal(t, part{0, 6}, in, "a packed V input holds the producer's count")
+	require.Equal(t, part{4, 6}, out, "at the producer's displacement")
+
+	c = spec.Call{Coll: spec.AllToAllV, Type: spec.Int8, NRanks: 2,
+		SendCounts: []uint64{1, 2}, SendDispls: []uint64{7, 3}, RecvCounts: []uint64{4, 5}, RecvDispls: []uint64{9, 0}}
+	in, out = at(c, 0, 1)
+	require.Equal(t, part{3, 2}, in, "AllToAllV reads each side's own lists")
+	require.Equal(t, part{9, 4}, out)
+
+	b := spec.Call{Coll: spec.Broadcast, Root: 1, NRanks: 3}
+	require.Equal(t, []bool{false, true, false}, []bool{b.Produces(0), b.Produces(1), b.Produces(2)}, "a rooted input: the root produces")
+	require.Equal(t, []bool{true, true, true}, []bool{b.Consumes(0), b.Consumes(1), b.Consumes(2)})
+	g := spec.Call{Coll: spec.Gather, Root: 2, NRanks: 3}
+	require.Equal(t, []bool{false, false, true}, []bool{g.Consumes(0), g.Consumes(1), g.Consumes(2)}, "a rooted output: the root consumes")
+}

@@ -103,3 +103,51 @@ func FromLayouts(consume Consume, in, out Layout) (Collective, error) {
 	}
 	return 0, fmt.Errorf("%w: no collective %s takes %s to %s", ErrNoCollective, consume, in, out)
 }
+
+// Where a call's data lies, read from its layouts: every rank produces
+// (its input holds data for others) unless the input is rooted, and
+// consumes unless the output is; a packed buffer holds one part, a
+// scattered or transposed one a slice per rank.
+
+// Produces reports whether rank r's input holds data of the call.
+func (c *Call) Produces(r int) bool { return !c.Coll.Definition().In.Rooted || r == c.Root }
+
+// Consumes reports whether rank r's output receives data of the call.
+func (c *Call) Consumes(r int) bool { return !c.Coll.Definition().Out.Rooted || r == c.Root }
+
+// InPart is the byte range of producer p's input meant for consumer q: all
+// of a packed input, slice q of a scattered one.
+func (c *Call) InPart(p, q int) (off, length uint64) {
+	return c.part(true, p, q, c.Count)
+}
+
+// OutPart is the byte range of consumer q's output that producer p's part
+// lands in: all of a packed output, slice p of a scattered or transposed one.
+func (c *Call) OutPart(q, p int) (off, length uint64) {
+	return c.part(false, q, p, c.Count)
+}
+
+// part is, in the input (or output) of rank holder, the part for (or from)
+// rank other, with count for the call's Count. V layouts read Counts and
+// Displs (AllGatherV, ReduceScatterV: one list, equal on every rank), or
+// where both sides hold a slice per rank (AllToAllV) this side's list.
+func (c *Call) part(input bool, holder, other int, count uint64) (off, length uint64) {
+	d := c.Coll.Definition()
+	l, counts, displs := d.Out, c.RecvCounts, c.RecvDispls
+	if input {
+		l, counts, displs = d.In, c.SendCounts, c.SendDispls
+	}
+	if !(d.In.V && d.Out.V && d.In.Shape != Packed && d.Out.Shape != Packed) {
+		counts, displs = c.Counts, c.Displs
+	}
+	size := uint64(c.Type.Size())
+	switch {
+	case l.Shape == Packed && l.V:
+		return 0, counts[holder] * size
+	case l.Shape == Packed:
+		return 0, count * size
+	case l.V:
+		return displs[other] * size, counts[other] * size
+	}
+	return uint64(other) * count * size, count * size
+}
