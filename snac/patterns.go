@@ -117,16 +117,16 @@ func allReduces(coll spec.Collective) bool {
 func inbox(p, q, n int) int { return (p - q - 1 + n) % n }
 
 // globalLongest is the longest transfer of the call on any rank, or false
-// when ranks cannot know it (AllToAllV: each rank knows its own pairs).
+// when ranks cannot know it (counts per pair: each rank knows its own).
 func globalLongest(c *spec.Call) (uint64, bool) {
 	size := uint64(c.Type.Size())
-	switch c.Coll {
-	case spec.AllToAllV:
+	switch {
+	case c.Coll.PairCounts():
 		if c.NRanks == 1 {
 			return min(c.SendCounts[0], c.RecvCounts[0]) * size, true
 		}
 		return 0, false
-	case spec.AllGatherV, spec.ReduceScatterV:
+	case c.Coll.Vectored():
 		var m uint64
 		for _, v := range c.Counts {
 			m = max(m, v)

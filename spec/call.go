@@ -132,13 +132,8 @@ func (c *Call) validateOverlap(in, out uint64) error {
 
 func (c *Call) validateVectors() error {
 	n := c.NRanks
-	switch c.Coll {
-	case AllGatherV, ReduceScatterV:
-		if len(c.Counts) != n || len(c.Displs) != n {
-			return invalid("%s: need %d counts and displacements, got %d and %d", c.Coll, n, len(c.Counts), len(c.Displs))
-		}
-		return checkVector(c.Coll, "counts", c.Counts, c.Displs)
-	case AllToAllV:
+	switch {
+	case c.Coll.PairCounts():
 		if len(c.SendCounts) != n || len(c.SendDispls) != n || len(c.RecvCounts) != n || len(c.RecvDispls) != n {
 			return invalid("%s: need %d send and receive counts and displacements", c.Coll, n)
 		}
@@ -146,6 +141,11 @@ func (c *Call) validateVectors() error {
 			return err
 		}
 		return checkVector(c.Coll, "recvcounts", c.RecvCounts, c.RecvDispls)
+	case c.Coll.Vectored():
+		if len(c.Counts) != n || len(c.Displs) != n {
+			return invalid("%s: need %d counts and displacements, got %d and %d", c.Coll, n, len(c.Counts), len(c.Displs))
+		}
+		return checkVector(c.Coll, "counts", c.Counts, c.Displs)
 	}
 	return nil
 }

@@ -293,4 +293,9 @@ func TestParts(t *testing.T) {
 	require.Equal(t, []bool{true, true, true}, []bool{b.Consumes(0), b.Consumes(1), b.Consumes(2)})
 	g := spec.Call{Coll: spec.Gather, Root: 2, NRanks: 3}
 	require.Equal(t, []bool{false, false, true}, []bool{g.Consumes(0), g.Consumes(1), g.Consumes(2)}, "a rooted output: the root consumes")
+
+	for coll := spec.Collective(0); coll < spec.NumCollectives; coll++ {
+		require.Equal(t, coll == spec.AllGatherV || coll == spec.ReduceScatterV || coll == spec.AllToAllV, coll.Vectored(), "%s", coll)
+		require.Equal(t, coll == spec.AllToAllV, coll.PairCounts(), "%s: counts per pair", coll)
+	}
 }

@@ -42,9 +42,19 @@ func (c Collective) Rooted() bool {
 }
 
 // Vectored reports whether the collective's sizes come from per-rank counts
-// and displacements rather than one count.
+// and displacements rather than one count: a V layout on either side.
 func (c Collective) Vectored() bool {
-	return c == AllGatherV || c == ReduceScatterV || c == AllToAllV
+	d := definitions[c]
+	return d.In.V || d.Out.V
+}
+
+// PairCounts reports whether a vectored collective's sizes are per pair of
+// ranks, each rank passing its own send and receive lists (AllToAllV, as
+// MPI_Alltoallv), rather than one list equal on every rank: both of its
+// layouts are V and hold a slice per rank.
+func (c Collective) PairCounts() bool {
+	d := definitions[c]
+	return d.In.V && d.Out.V && d.In.Shape != Packed && d.Out.Shape != Packed
 }
 
 // Reduces reports whether the collective consumes by reduction.

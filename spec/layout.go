@@ -129,15 +129,15 @@ func (c *Call) OutPart(q, p int) (off, length uint64) {
 
 // part is, in the input (or output) of rank holder, the part for (or from)
 // rank other, with count for the call's Count. V layouts read Counts and
-// Displs (AllGatherV, ReduceScatterV: one list, equal on every rank), or
-// where both sides hold a slice per rank (AllToAllV) this side's list.
+// Displs (one list, equal on every rank), or this side's list where the
+// counts are per pair (Collective.PairCounts).
 func (c *Call) part(input bool, holder, other int, count uint64) (off, length uint64) {
 	d := c.Coll.Definition()
 	l, counts, displs := d.Out, c.RecvCounts, c.RecvDispls
 	if input {
 		l, counts, displs = d.In, c.SendCounts, c.SendDispls
 	}
-	if !(d.In.V && d.Out.V && d.In.Shape != Packed && d.Out.Shape != Packed) {
+	if !c.Coll.PairCounts() {
 		counts, displs = c.Counts, c.Displs
 	}
 	size := uint64(c.Type.Size())
