@@ -53,7 +53,7 @@ func callCheck(c *spec.Call, t Topology) uint64 {
 	if c.Coll.Rooted() {
 		f = f.mix(uint64(c.Root))
 	}
-	if c.Coll == spec.AllGatherV || c.Coll == spec.ReduceScatterV {
+	if c.Coll.Vectored() && !c.Coll.PairCounts() { // counts equal on every rank
 		f = f.mix(c.Counts...)
 	}
 	return f.sum()
