@@ -55,20 +55,6 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 	if !d.In.Rooted {
 		segs = max(1, n-1)
 	}
-	if d.Consume == spec.ConsumeReduce {
-		for q := range n {
-			if q != me && c.Consumes(q) && c.Produces(me) {
-				src, length := c.InPart(me, q)
-				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: check})
-			}
-		}
-		if c.Consumes(me) {
-			own, _ := c.InPart(me, me)
-			dst, length := c.OutPart(me, me)
-			x.reduces = append(x.reduces, reduceFlow{dst: dst, own: own, length: length, check: check})
-		}
-		return x, segs
-	}
 	if c.Produces(me) {
 		for q := range n {
 			if q != me && c.Consumes(q) {
@@ -76,6 +62,14 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: checkOf(length)})
 			}
 		}
+	}
+	if d.Consume == spec.ConsumeReduce {
+		if c.Consumes(me) {
+			own, _ := c.InPart(me, me)
+			dst, length := c.OutPart(me, me)
+			x.reduces = append(x.reduces, reduceFlow{dst: dst, own: own, length: length, check: check})
+		}
+		return x, segs
 	}
 	if c.Consumes(me) {
 		for p := range n {

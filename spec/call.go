@@ -167,7 +167,7 @@ func checkVector(coll Collective, name string, counts, displs []uint64) error {
 
 // InPlace reports whether the call is in place in NCCL's sense: one buffer
 // where input and output have the same shape, or this rank's slice of the
-// scattered one the packed one. A V output of slices from every rank
+// scattered one the packed one. A collective with counts per pair
 // (AllToAllV) has no in-place form: its slices need not line up with the
 // input's.
 func (c *Call) InPlace() bool {
@@ -181,7 +181,7 @@ func (c *Call) InPlace() bool {
 	case d.In.Shape != Packed && d.Out.Shape == Packed:
 		off, _ := c.InPart(c.Rank, c.Rank)
 		return c.Recv == c.Send+uintptr(off)
-	case d.Out.Shape == Transposed && d.Out.V:
+	case c.Coll.PairCounts():
 		return false
 	}
 	return c.Send == c.Recv

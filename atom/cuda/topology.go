@@ -15,7 +15,7 @@ const (
 	// Large calls need many: on 2x H200, AllReduce of 1 GiB moved 347 GB/s
 	// with 64 blocks and 301 with 32. Half of snac.MaxWorkers, so a
 	// collective merges with a group's sends and receives between two ranks.
-	DefaultWorkers = 64
+	DefaultWorkers = snac.MaxWorkers / 2
 	// DefaultStageHalf is one half of the collective staging area (the
 	// large regimes move through it; PURLIN_STAGE_BYTES overrides it).
 	DefaultStageHalf = 64 << 20
