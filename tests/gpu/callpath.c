@@ -6,8 +6,10 @@
  * issued back to back without waiting (the GPU runs them behind), timed on
  * the host; then the same for N launches of an empty kernel shaped like the
  * library's (one block of 512 threads, a 536-byte argument, as a plain
- * launch and as a programmatic dependent launch). The median time a call
- * takes to issue, minus the median time a bare launch takes, is the
+ * launch and as a programmatic dependent launch). The batches alternate
+ * (library, plain launch, dependent launch, library, ...), so a drift of the
+ * host's speed lands on both sides of a pair: the median over pairs of a
+ * library batch's time per call minus the bare batch's beside it is the
  * library's own host time per call. Prints one line per figure, then
  * "callpath: <lib> own host time per call: X us".
  *
@@ -40,7 +42,7 @@
     }                                                                   \
   } while (0)
 
-enum { kMaxBatches = 64, kArgBytes = 536, kThreads = 512 };
+enum { kMaxBatches = 256, kArgBytes = 536, kThreads = 512 };
 
 /* An empty kernel taking an argument of the library kernel's size. */
 static const char kEmptyPTX[] =
@@ -67,21 +69,19 @@ static int by_value(const void* a, const void* b) {
 /* issue is one way of enqueueing one call on the stream. */
 typedef void (*issue_fn)(void* ctx);
 
-/* median_us: the median over batches of the time one issue takes, issued
- * calls times in a row without waiting; the stream drains between batches,
- * outside the timing. */
-static double median_us(issue_fn issue, void* ctx, cudaStream_t s, int calls, int batches) {
-  double per[kMaxBatches];
-  for (int i = 0; i < calls; i++) issue(ctx); /* warm up */
+/* batch_us: the time one issue takes, issued calls times in a row without
+ * waiting; the stream drains afterwards, outside the timing. */
+static double batch_us(issue_fn issue, void* ctx, cudaStream_t s, int calls) {
+  double t0 = now_us();
+  for (int i = 0; i < calls; i++) issue(ctx);
+  double per = (now_us() - t0) / calls;
   MUST(cudaStreamSynchronize(s));
-  for (int b = 0; b < batches; b++) {
-    double t0 = now_us();
-    for (int i = 0; i < calls; i++) issue(ctx);
-    per[b] = (now_us() - t0) / calls;
-    MUST(cudaStreamSynchronize(s));
-  }
-  qsort(per, batches, sizeof(double), by_value);
-  return per[batches / 2];
+  return per;
+}
+
+static double median(double* v, int n) {
+  qsort(v, n, sizeof(double), by_value);
+  return v[n / 2];
 }
 
 struct allreduce {
@@ -125,7 +125,7 @@ static void issue_empty(void* p) {
 }
 
 int main(int argc, char** argv) {
-  int calls = argc > 1 ? atoi(argv[1]) : 200, batches = argc > 2 ? atoi(argv[2]) : 25;
+  int calls = argc > 1 ? atoi(argv[1]) : 200, batches = argc > 2 ? atoi(argv[2]) : 101;
   if (calls < 1 || batches < 1 || batches > kMaxBatches) {
     fprintf(stderr, "usage: callpath [calls 1..] [batches 1..%d]\n", kMaxBatches);
     return 2;
@@ -138,10 +138,6 @@ int main(int argc, char** argv) {
   MUST(cudaStreamCreateWithFlags(&a.s, cudaStreamNonBlocking));
   MUST(cudaMalloc((void**)&a.send, 256));
   MUST(cudaMalloc((void**)&a.recv, 256));
-  double lib_us = median_us(issue_allreduce, &a, a.s, calls, batches);
-  printf("callpath: %s AllReduce of 8 B, issued back to back: %.3f us a call (median of %d batches of %d)\n", LIB,
-         lib_us, batches, calls);
-
   void* cuda = dlopen("libcuda.so.1", RTLD_NOW);
   if (!cuda) {
     printf("FAIL dlopen libcuda.so.1: %s\n", dlerror());
@@ -149,29 +145,46 @@ int main(int argc, char** argv) {
   }
   moduleLoadDataFn load = (moduleLoadDataFn)dlsym(cuda, "cuModuleLoadData");
   moduleGetFunctionFn get = (moduleGetFunctionFn)dlsym(cuda, "cuModuleGetFunction");
-  struct empty e = {.launch = (launchKernelFn)dlsym(cuda, "cuLaunchKernel"),
-                    .launchEx = (launchKernelExFn)dlsym(cuda, "cuLaunchKernelEx"), .s = a.s};
-  if (!load || !get || !e.launch) {
+  struct empty plain = {.launch = (launchKernelFn)dlsym(cuda, "cuLaunchKernel"),
+                        .launchEx = (launchKernelExFn)dlsym(cuda, "cuLaunchKernelEx"), .s = a.s};
+  if (!load || !get || !plain.launch) {
     printf("FAIL the driver lacks cuModuleLoadData, cuModuleGetFunction or cuLaunchKernel\n");
     return 1;
   }
   CUmodule mod;
   MUST(load(&mod, kEmptyPTX));
-  MUST(get(&e.fn, mod, "empty"));
-  double plain_us = median_us(issue_empty, &e, a.s, calls, batches), pdl_us = -1;
-  printf("callpath: empty kernel (one block of %d threads, a %d-byte argument): %.3f us a launch\n", kThreads,
-         kArgBytes, plain_us);
+  MUST(get(&plain.fn, mod, "empty"));
   int major = 0;
   MUST(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  if (e.launchEx && major >= 9) {
-    e.pdl = 1;
-    pdl_us = median_us(issue_empty, &e, a.s, calls, batches);
-    printf("callpath: the same as a programmatic dependent launch: %.3f us a launch\n", pdl_us);
+  struct empty pdl = plain;
+  pdl.pdl = 1;
+  int has_pdl = plain.launchEx && major >= 9;
+
+  /* Warm up each way, then alternate batches. */
+  for (int i = 0; i < calls; i++) issue_allreduce(&a), issue_empty(&plain);
+  for (int i = 0; has_pdl && i < calls; i++) issue_empty(&pdl);
+  MUST(cudaStreamSynchronize(a.s));
+  double lib[kMaxBatches], bare_plain[kMaxBatches], bare_pdl[kMaxBatches];
+  double own_plain[kMaxBatches], own_pdl[kMaxBatches];
+  for (int b = 0; b < batches; b++) {
+    lib[b] = batch_us(issue_allreduce, &a, a.s, calls);
+    bare_plain[b] = batch_us(issue_empty, &plain, a.s, calls);
+    bare_pdl[b] = has_pdl ? batch_us(issue_empty, &pdl, a.s, calls) : bare_plain[b];
+    own_plain[b] = lib[b] - bare_plain[b];
+    own_pdl[b] = lib[b] - bare_pdl[b];
   }
+  double lib_us = median(lib, batches), plain_us = median(bare_plain, batches), pdl_us = median(bare_pdl, batches);
+  double own_plain_us = median(own_plain, batches), own_pdl_us = median(own_pdl, batches);
+  printf("callpath: %s AllReduce of 8 B, issued back to back: %.3f us a call (median of %d batches of %d)\n", LIB,
+         lib_us, batches, calls);
+  printf("callpath: empty kernel (one block of %d threads, a %d-byte argument): %.3f us a launch\n", kThreads,
+         kArgBytes, plain_us);
+  if (has_pdl) printf("callpath: the same as a programmatic dependent launch: %.3f us a launch\n", pdl_us);
   /* Purlin launches with programmatic dependent launch where it can; NCCL's own way is not known
    * here, so its figure is against the cheaper of the two. */
-  double bare = pdl_us >= 0 && (!strcmp(LIB, "purlin") || pdl_us < plain_us) ? pdl_us : plain_us;
-  printf("callpath: %s own host time per call: %.3f us\n", LIB, lib_us - bare);
+  int use_pdl = has_pdl && (!strcmp(LIB, "purlin") || pdl_us < plain_us);
+  printf("callpath: %s own host time per call: %.3f us (median of paired batches, against the %s launch)\n", LIB,
+         use_pdl ? own_pdl_us : own_plain_us, use_pdl ? "dependent" : "plain");
   MUST(ncclCommDestroy(a.comm));
   return 0;
 }
