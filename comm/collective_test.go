@@ -20,6 +20,7 @@ type shape struct {
 	dtype  spec.DataType
 	op     spec.OpKind
 	root   int
+	rows   uint64     // column-block collectives: a divisor of count
 	matrix [][]uint64 // V collectives: matrix[p][q] elements from p to q (AllToAllV) or counts[p] in row 0
 }
 
@@ -27,6 +28,12 @@ func randomShape(rng *rand.Rand, coll spec.Collective, n int, count uint64) shap
 	dtype := spec.DataType(rng.IntN(int(spec.NumTypes)))
 	op := spectest.OpFor(spec.Op{Kind: spec.OpKind(rng.IntN(int(spec.NumOps)))}, dtype, n)
 	s := shape{coll: coll, count: count, dtype: dtype, op: op.Kind, root: rng.IntN(n)}
+	if coll.Columns() {
+		s.rows = 1 + rng.Uint64N(max(count, 1))
+		for count%s.rows != 0 {
+			s.rows--
+		}
+	}
 	s.matrix = make([][]uint64, n)
 	for p := range n {
 		s.matrix[p] = make([]uint64, n)
@@ -41,7 +48,7 @@ func randomShape(rng *rand.Rand, coll spec.Collective, n int, count uint64) shap
 
 // call builds rank r's call of s (buffers filled in later).
 func (s shape) call(r, n int) *spec.Call {
-	c := &spec.Call{Coll: s.coll, Count: s.count, Type: s.dtype, Op: spec.Op{Kind: s.op}, Root: s.root, Rank: r, NRanks: n}
+	c := &spec.Call{Coll: s.coll, Count: s.count, Type: s.dtype, Op: spec.Op{Kind: s.op}, Root: s.root, Rows: s.rows, Rank: r, NRanks: n}
 	packed := func(counts []uint64) []uint64 {
 		displs := make([]uint64, len(counts))
 		var off uint64
@@ -140,7 +147,8 @@ func runShapesOn(t *testing.T, comms []*Comm, shapes []shape, rng *rand.Rand, gr
 }
 
 var collectives = []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll,
-	spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter}
+	spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter,
+	spec.AllGatherColumns, spec.ReduceScatterColumns}
 
 // Every collective, every regime, random types and ops, 1..8 ranks.
 func TestEveryCollective(t *testing.T) {

@@ -32,13 +32,16 @@ enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, 
 enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4 };
 enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
 
-/** A byte address: base(space, rank) + off + (epoch & 1) * half. */
+/** A byte address: base(space, rank) + off + (epoch & 1) * half. With pitch
+ * set (caller buffers only) the step's bytes lie in rows of Step.row bytes,
+ * pitch bytes apart, off being the first one's, Step.col bytes into its row. */
 struct Ref {
   uint64_t off;
   uint64_t half;
   uint8_t space;
   uint8_t rank;
-  uint8_t pad[6];
+  uint8_t pad[2];
+  uint32_t pitch;
 };
 
 /** One instruction of a worker (snac.Step). */
@@ -53,6 +56,8 @@ struct Step {
   uint64_t bytes;
   Ref dst;
   Ref src[kMaxSrc];
+  uint32_t row;  // bytes of a row of the strided Refs (0: none is)
+  uint32_t col;  // where in its row the step's first byte lies
 };
 
 /** One lane of a Plan (snac.Worker): a thread block. */
@@ -100,8 +105,9 @@ PURLIN_OFFSET(Ref, off, Off, 0);
 PURLIN_OFFSET(Ref, half, Half, 8);
 PURLIN_OFFSET(Ref, space, Space, 16);
 PURLIN_OFFSET(Ref, rank, Rank, 17);
+PURLIN_OFFSET(Ref, pitch, Pitch, 20);
 
-PURLIN_SIZE(Step, 248);
+PURLIN_SIZE(Step, 256);
 PURLIN_OFFSET(Step, verb, Verb, 0);
 PURLIN_OFFSET(Step, nsrc, NSrc, 1);
 PURLIN_OFFSET(Step, peer, Peer, 2);
@@ -112,6 +118,8 @@ PURLIN_OFFSET(Step, check, Check, 16);
 PURLIN_OFFSET(Step, bytes, Bytes, 24);
 PURLIN_OFFSET(Step, dst, Dst, 32);
 PURLIN_OFFSET(Step, src, Src, 56);
+PURLIN_OFFSET(Step, row, Row, 248);
+PURLIN_OFFSET(Step, col, Col, 252);
 
 PURLIN_SIZE(Worker, 12);
 PURLIN_OFFSET(Worker, channel, Channel, 0);

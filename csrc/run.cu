@@ -206,11 +206,11 @@ __device__ __forceinline__ uint32_t sumPackets(const Launch& L, const Step& s, u
   return reducePackets(L, s, epoch, dst, src, s.nsrc, r);
 }
 
-/** runStep executes one Copy or Reduce with the whole block, from its
- * decoded addresses for this epoch's parity; returns this thread's status
- * (a plain step cannot fail; a packet step fails in the threads whose
- * packets never came). */
-__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
+/** moveStep executes one Copy or Reduce of contiguous bytes with the whole
+ * block, from its decoded addresses for this epoch's parity; returns this
+ * thread's status (a plain step cannot fail; a packet step fails in the
+ * threads whose packets never came). */
+__device__ __forceinline__ uint32_t moveStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
   const uint32_t p = (uint32_t)(epoch & 1);
   const bool packet = d.kind == kKindPacket;
   if (s.verb == kCopy) {
@@ -228,6 +228,47 @@ __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, cons
 #pragma unroll
   for (int j = 0; j < kMaxSrc; j++) src[j] = d.src[p][j];
   return reduce(L, s, epoch, packet, d.dst[p], src);
+}
+
+/** nextRun is where a Ref resolved at addr for the run [k, k+run) of step s
+ * lies for the run after it: the next row's start for a strided Ref, run
+ * bytes on for a plain one, two a payload byte in packet space. */
+__device__ __forceinline__ uint64_t nextRun(const Step& s, const Ref& r, uint64_t addr, uint64_t k, uint64_t run) {
+  if (r.space == kSpacePacket) return addr + 2 * run;
+  if (r.pitch == 0) return addr + run;
+  return addr - (k == 0 ? s.col : 0) + r.pitch;
+}
+
+/** runStep executes one Copy or Reduce (moveStep). A step with strided Refs
+ * (a column block's rows) runs one run of its bytes at a time, each
+ * contiguous in every Ref (the first from s.col to its row's end, then whole
+ * rows), as a step of its own: rows, s cut to the run at the run's
+ * addresses, through the same moveStep, so the plain path keeps one copy of
+ * it. atom/cuda checked the rows; snac cuts packet steps' rows at packet ends. */
+__device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
+  if (s.row == 0) return moveStep(L, s, d, epoch);
+  __shared__ Step rows;
+  __shared__ Decoded at;
+  const uint32_t p = (uint32_t)(epoch & 1);
+  const int n = s.verb == kCopy ? 1 : s.nsrc;
+  if (threadIdx.x == 0) {
+    rows = s, rows.row = 0, at.kind = d.kind;
+    at.dst[p] = d.dst[p];
+    for (int j = 0; j < n; j++) at.src[p][j] = d.src[p][j];
+  }
+  for (uint64_t k = 0, run = min((uint64_t)(s.row - s.col), s.bytes); k < s.bytes;) {
+    if (threadIdx.x == 0) rows.bytes = run;
+    __syncthreads();
+    const uint32_t st = moveStep(L, rows, at, epoch);
+    if (__syncthreads_or(st != kStatusOK)) return st;  // and every thread is done with the run
+    if (threadIdx.x == 0) {
+      at.dst[p] = nextRun(s, s.dst, at.dst[p], k, run);
+      for (int j = 0; j < n; j++) at.src[p][j] = nextRun(s, s.src[j], at.src[p][j], k, run);
+    }
+    k += run;
+    run = min((uint64_t)s.row, s.bytes - k);
+  }
+  return kStatusOK;
 }
 
 /** signalRun runs, with the lanes of warp 0, the n steps of one verb (Notify

@@ -172,9 +172,23 @@ purlinResult_t purlinReduceScatterV(const void* sendbuff, void* recvbuff, const 
 /* AllToAllV: this rank's view, as in MPI_Alltoallv; sendcounts[p] here must equal recvcounts[me] on p. */
 purlinResult_t purlinAlltoAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff, const size_t* recvcounts, const size_t* rdispls, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream);
 
-/* ---------- a collective named by its layouts (what NCCL cannot do) ---------- */
+/* ---------- a collective named by its layouts (what NCCL cannot do) ----------
+ * A layout says how a buffer is spread over the ranks: packed (one payload),
+ * scattered (slice r for rank r) or transposed (slice r from rank r);
+ * varying: slice sizes differ per rank (counts/displs); rooted: only the
+ * root holds it; columns: the buffer is a row-major matrix of desc.rows rows
+ * and slice r is its column block r (in every row, rank r's share, after the
+ * shares of the ranks before it). Column blocks serve two collectives:
+ *   all-gather into columns:  copy,   packed -> scattered columns
+ *     (each rank's sendbuff holds rows x count/rows elements, row-major; every
+ *     recvbuff receives rows x nranks*count/rows, rank r's block at column r*count/rows)
+ *   reduce-scatter from columns: reduce, scattered columns -> packed
+ *     (every sendbuff holds rows x nranks*count/rows; rank r receives its
+ *     reduced block, rows x count/rows, packed)
+ * A pair no collective takes is refused with purlinInvalidArgument, and
+ * purlinGetLastError says what is unsupported. */
 typedef enum { purlinPacked = 0, purlinScattered = 1, purlinTransposed = 2 } purlinShape_t;
-typedef struct { int shape; int varying; int rooted; } purlinLayout_t; /* shape: purlinShape_t */
+typedef struct { int shape; int varying; int rooted; int columns; } purlinLayout_t; /* shape: purlinShape_t */
 typedef enum { purlinConsumeCopy = 0, purlinConsumeReduce = 1 } purlinConsume_t;
 
 typedef struct {
@@ -192,6 +206,7 @@ typedef struct {
   int datatype;                 /* purlinDataType_t */
   int op;                       /* purlinRedOp_t, for reduce */
   int root;                     /* rooted layouts */
+  size_t rows;                  /* column layouts: the matrix's rows (count a multiple of it); else 0 */
 } purlinCollectiveDesc_t;
 
 purlinResult_t purlinCollective(const purlinCollectiveDesc_t* desc, purlinComm_t comm, purlinStream_t stream);

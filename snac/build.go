@@ -1,6 +1,8 @@
 package snac
 
 import (
+	"math"
+
 	"purlin/errs"
 	"purlin/spec"
 )
@@ -14,6 +16,9 @@ import (
 // know that the others move nothing, so its Plans always have workers.
 func Build(call *spec.Call, topo Topology) (*Plan, error) {
 	if err := topo.check(call); err != nil {
+		return nil, err
+	}
+	if err := checkStrides(call); err != nil {
 		return nil, err
 	}
 	p, err := build(call, topo)
@@ -42,7 +47,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		t.Workers = max(1, min(t.Workers, MaxWorkers/(2*t.NRanks)))
 	}
 	packetMax := packetLimit(c, t)
-	packets := known && longest <= packetMax
+	packets := known && longest <= packetMax && packable(c)
 	gt := t
 	if c.Coll.Rooted() && c.NRanks > 1 && packets && t.Workers > 1 {
 		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)
@@ -61,6 +66,9 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
+	if !packable(c) {
+		b.packetMax = 0
+	}
 	if reserve > 0 {
 		b.locals = min(reserve, int(ceilDiv(x.localLongest(), localGrain)))
 	}
@@ -76,6 +84,23 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	}
 	b.emit(x)
 	return b.plan(b.regimeOf(x)), nil
+}
+
+// packable reports whether c's parts may move as packets: a packet holds 8
+// bytes of one row, so a column block's rows must hold whole packets.
+func packable(c *spec.Call) bool {
+	return c.InStride().Row%8 == 0 && c.OutStride().Row%8 == 0
+}
+
+// checkStrides refuses rows a Plan cannot name (Step.Row and Ref.Pitch are
+// 32-bit).
+func checkStrides(c *spec.Call) error {
+	for _, st := range [...]spec.Stride{c.InStride(), c.OutStride()} {
+		if st.Pitch > math.MaxUint32 {
+			return errs.New(errs.ErrUnsupported, "snac: rows of %d bytes a matrix (at most %d)", st.Pitch, uint64(math.MaxUint32))
+		}
+	}
+	return nil
 }
 
 // packetLimit is the longest transfer of call that moves as packets. A

@@ -105,38 +105,42 @@ func (b *builder) packet(from, to int, off uint64) Ref {
 func sendRef(off uint64) Ref { return Ref{Space: SpaceSend, Off: off} }
 func recvRef(off uint64) Ref { return Ref{Space: SpaceRecv, Off: off} }
 
-func (b *builder) add(w int, s Step) { b.steps[w] = append(b.steps[w], s) }
+func (b *builder) add(w int, s Step) *Step {
+	b.steps[w] = append(b.steps[w], s)
+	return &b.steps[w][len(b.steps[w])-1]
+}
 
-func (b *builder) copy(w int, dst, src Ref, bytes uint64, delta int64, check uint64) {
+// copy moves bytes from src to dst; it returns the step it added (nil for
+// no bytes), for a strided part to set its rows (exchange.go).
+func (b *builder) copy(w int, dst, src Ref, bytes uint64, delta int64, check uint64) *Step {
 	if bytes == 0 {
-		return
+		return nil
 	}
-	b.add(w, Step{Verb: Copy, Dst: dst, Src: [MaxSrc]Ref{src}, Bytes: bytes, Delta: delta, Check: check})
+	return b.add(w, Step{Verb: Copy, Dst: dst, Src: [MaxSrc]Ref{src}, Bytes: bytes, Delta: delta, Check: check})
 }
 
 // reduce combines srcs into dst; srcs[own] is this rank's input, the one
 // source a PreMulSum multiplies (by this rank's scalar).
-func (b *builder) reduce(w int, dst Ref, srcs []Ref, own int, bytes uint64, delta int64, check uint64) {
+func (b *builder) reduce(w int, dst Ref, srcs []Ref, own int, bytes uint64, delta int64, check uint64) *Step {
 	if bytes == 0 {
-		return
+		return nil
 	}
 	s := Step{Verb: Reduce, NSrc: uint8(len(srcs)), Dst: dst, Bytes: bytes, Delta: delta, Check: check}
 	if b.premul {
 		s.Scale = 1 << own
 	}
 	copy(s.Src[:], srcs)
-	b.add(w, s)
+	return b.add(w, s)
 }
 
 // stageInput copies bytes of this rank's input (src) into staging or packets
 // for consumers. A PreMulSum multiplies them by this rank's scalar on the
 // way (a one-source Reduce), so consumers add what they read as it is.
-func (b *builder) stageInput(w int, dst, src Ref, bytes uint64, delta int64, check uint64) {
+func (b *builder) stageInput(w int, dst, src Ref, bytes uint64, delta int64, check uint64) *Step {
 	if b.premul {
-		b.reduce(w, dst, []Ref{src}, 0, bytes, delta, check)
-		return
+		return b.reduce(w, dst, []Ref{src}, 0, bytes, delta, check)
 	}
-	b.copy(w, dst, src, bytes, delta, check)
+	return b.copy(w, dst, src, bytes, delta, check)
 }
 
 func (b *builder) notify(w, peer int, slot uint32, delta int64, check uint64) {

@@ -31,7 +31,7 @@ type shapeKey struct {
 	coll                spec.Collective
 	typ                 spec.DataType
 	op                  spec.Op
-	count               uint64
+	count, rows         uint64
 	root, peer, rank, n int
 	isSend, inPlace     bool
 	vectors             uint64
@@ -113,7 +113,7 @@ func (c *Cache) pushLocked(e *cacheEntry) {
 }
 
 func keyOf(call *spec.Call, topo Topology) shapeKey {
-	k := shapeKey{topo: topo, coll: call.Coll, typ: call.Type, op: call.Op, count: call.Count,
+	k := shapeKey{topo: topo, coll: call.Coll, typ: call.Type, op: call.Op, count: call.Count, rows: call.Rows,
 		root: call.Root, peer: call.Peer, rank: call.Rank, n: call.NRanks, isSend: call.IsSend, inPlace: call.InPlace()}
 	f := fnvOffset
 	for _, v := range vectorsOf(call) {

@@ -56,6 +56,9 @@ func callCheck(c *spec.Call, t Topology) uint64 {
 	if c.Coll.Vectored() && !c.Coll.PairCounts() { // counts equal on every rank
 		f = f.mix(c.Counts...)
 	}
+	if c.Coll.Columns() {
+		f = f.mix(c.Rows)
+	}
 	return f.sum()
 }
 

@@ -1,5 +1,7 @@
 package snac
 
+import "purlin/spec"
+
 // An exchange is one rank's part of a collective, as transfers: what it
 // pushes to others, what it copies or reduces from what others pushed, and
 // what it copies locally. exchangeOf derives it from the collective's
@@ -12,11 +14,16 @@ type exchange struct {
 	locals  []localFlow
 }
 
+// An exchange's offsets in the caller's buffers (src, dst, own) are where
+// a part starts; the part lies as its stride says (spec.Stride: contiguous,
+// or a column block's rows). Staging and packets hold every part contiguous.
+
 // outFlow: length bytes from Send+src to rank to, pushed into segment seg
 // of its staging slot.
 type outFlow struct {
 	to, seg     int
 	src, length uint64
+	srcStride   spec.Stride
 	check       uint64
 }
 
@@ -25,6 +32,7 @@ type outFlow struct {
 type inFlow struct {
 	from, seg   int
 	dst, length uint64
+	dstStride   spec.Stride
 	check       uint64
 }
 
@@ -32,12 +40,35 @@ type inFlow struct {
 // pushed into its inbox segment (this rank's own contribution read straight
 // from Send+own).
 type reduceFlow struct {
-	dst, own, length uint64
-	check            uint64
+	dst, own, length     uint64
+	dstStride, ownStride spec.Stride
+	check                uint64
 }
 
 // localFlow: a copy from Send to Recv on this rank.
-type localFlow struct{ src, dst, length uint64 }
+type localFlow struct {
+	src, dst, length     uint64
+	srcStride, dstStride spec.Stride
+}
+
+// at is byte lo of the part at off in the caller's buffer space (SpaceSend
+// or SpaceRecv), laid out as st says.
+func at(space Space, off, lo uint64, st spec.Stride) Ref {
+	if st.Row == 0 {
+		return Ref{Space: space, Off: off + lo}
+	}
+	return Ref{Space: space, Off: off + lo/st.Row*st.Pitch + lo%st.Row, Pitch: uint32(st.Pitch)}
+}
+
+// rows gives step s, which starts at byte lo of its parts, the row geometry
+// of the one stride among them (a part's stride, or none).
+func rows(s *Step, lo uint64, strides ...spec.Stride) {
+	for _, st := range strides {
+		if s != nil && st.Row > 0 {
+			s.Row, s.Col = uint32(st.Row), uint32(lo%st.Row)
+		}
+	}
+}
 
 // emit writes the exchange into b's workers: packet sends, local copies,
 // the staged chunk loop, then packet receives. Local copies go where they
@@ -62,7 +93,7 @@ func (b *builder) emit(x *exchange) {
 		for _, l := range x.locals {
 			if !aside && b.locals == 0 {
 				lo, hi := b.g.span(l.length, w)
-				b.copy(w, recvRef(l.dst+lo), sendRef(l.src+lo), hi-lo, 0, 0)
+				b.local(w, l, lo, hi)
 			}
 		}
 		for c := range b.chunkCount(x) {
@@ -72,7 +103,7 @@ func (b *builder) emit(x *exchange) {
 	}
 	for _, l := range x.locals {
 		if aside {
-			b.copy(b.aside, recvRef(l.dst), sendRef(l.src), l.length, 0, 0)
+			b.local(b.aside, l, 0, l.length)
 		}
 	}
 	if aside {
@@ -83,9 +114,14 @@ func (b *builder) emit(x *exchange) {
 	for i := range b.locals {
 		for _, l := range x.locals {
 			off, size := shard(l.length, b.locals, i)
-			b.copy(first+i, recvRef(l.dst+off), sendRef(l.src+off), size, 0, 0)
+			b.local(first+i, l, off, off+size)
 		}
 	}
+}
+
+// local copies bytes [lo, hi) of local flow l on worker w.
+func (b *builder) local(w int, l localFlow, lo, hi uint64) {
+	rows(b.copy(w, at(SpaceRecv, l.dst, lo, l.dstStride), at(SpaceSend, l.src, lo, l.srcStride), hi-lo, 0, 0), lo, l.srcStride, l.dstStride)
 }
 
 func (b *builder) isPacket(length uint64) bool { return length <= b.packetMax }
@@ -96,7 +132,7 @@ func (b *builder) emitPacketSends(w int, x *exchange) {
 			continue
 		}
 		lo, hi := b.g.span(o.length, w)
-		b.stageInput(w, b.packet(b.me, o.to, lo), sendRef(o.src+lo), hi-lo, 1, o.check)
+		rows(b.stageInput(w, b.packet(b.me, o.to, lo), at(SpaceSend, o.src, lo, o.srcStride), hi-lo, 1, o.check), lo, o.srcStride)
 	}
 }
 
@@ -106,7 +142,7 @@ func (b *builder) emitPacketReceives(w int, x *exchange) {
 			continue
 		}
 		lo, hi := b.g.span(in.length, w)
-		b.copy(w, recvRef(in.dst+lo), b.packet(in.from, b.me, lo), hi-lo, 1, in.check)
+		rows(b.copy(w, at(SpaceRecv, in.dst, lo, in.dstStride), b.packet(in.from, b.me, lo), hi-lo, 1, in.check), lo, in.dstStride)
 	}
 	for _, r := range x.reduces {
 		if !b.isPacket(r.length) {
@@ -117,8 +153,8 @@ func (b *builder) emitPacketReceives(w int, x *exchange) {
 		for q := range b.n {
 			srcs[q] = b.packet(q, b.me, lo)
 		}
-		srcs[b.me] = sendRef(r.own + lo)
-		b.reduce(w, recvRef(r.dst+lo), srcs, b.me, hi-lo, 1, r.check)
+		srcs[b.me] = at(SpaceSend, r.own, lo, r.ownStride)
+		rows(b.reduce(w, at(SpaceRecv, r.dst, lo, r.dstStride), srcs, b.me, hi-lo, 1, r.check), lo, r.ownStride, r.dstStride)
 	}
 }
 
@@ -170,7 +206,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		if b.isPacket(o.length) || lo == hi {
 			continue
 		}
-		b.stageInput(w, b.stage(o.to, b.me, g.stageOff(w, c, o.seg)), sendRef(o.src+lo), hi-lo, 0, 0)
+		rows(b.stageInput(w, b.stage(o.to, b.me, g.stageOff(w, c, o.seg)), at(SpaceSend, o.src, lo, o.srcStride), hi-lo, 0, 0), lo, o.srcStride)
 	}
 	for _, o := range x.outs {
 		if lo, hi := g.piece(o.length, w, c); !b.isPacket(o.length) && lo < hi && notified&(1<<o.to) == 0 {
@@ -192,7 +228,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 			continue
 		}
 		waitFor(in.from, in.check)
-		b.copy(w, recvRef(in.dst+lo), b.stage(b.me, in.from, g.stageOff(w, c, in.seg)), hi-lo, 0, 0)
+		rows(b.copy(w, at(SpaceRecv, in.dst, lo, in.dstStride), b.stage(b.me, in.from, g.stageOff(w, c, in.seg)), hi-lo, 0, 0), lo, in.dstStride)
 		if g.ring(in.length) {
 			drained |= 1 << in.from
 		}
@@ -212,8 +248,8 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 				}
 			}
 		}
-		srcs[b.me] = sendRef(r.own + lo)
-		b.reduce(w, recvRef(r.dst+lo), srcs, b.me, hi-lo, 0, 0)
+		srcs[b.me] = at(SpaceSend, r.own, lo, r.ownStride)
+		rows(b.reduce(w, at(SpaceRecv, r.dst, lo, r.dstStride), srcs, b.me, hi-lo, 0, 0), lo, r.ownStride, r.dstStride)
 	}
 	for q := range b.n {
 		if drained&(1<<q) != 0 {

@@ -13,6 +13,8 @@ import "purlin/spec"
 //     packed input, or slice q of a scattered one (Call.InPart);
 //   - it lands in all of q's packed output, or in slice p of a scattered
 //     or transposed one (Call.OutPart);
+//   - a part lies contiguous, or as the rows of a column block
+//     (Call.InStride, Call.OutStride);
 //   - copy moves each producer's part to each consumer (a local copy where
 //     they are one rank); reduce combines, at each consumer, the parts of
 //     every rank in rank order, its own read straight from its input.
@@ -51,6 +53,7 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		}
 		return inbox(p, q, n)
 	}
+	inSt, outSt := c.InStride(), c.OutStride()
 	segs = 1
 	if !d.In.Rooted {
 		segs = max(1, n-1)
@@ -59,7 +62,7 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		for q := range n {
 			if q != me && c.Consumes(q) {
 				src, length := c.InPart(me, q)
-				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, check: checkOf(length)})
+				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, srcStride: inSt, check: checkOf(length)})
 			}
 		}
 	}
@@ -67,7 +70,7 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		if c.Consumes(me) {
 			own, _ := c.InPart(me, me)
 			dst, length := c.OutPart(me, me)
-			x.reduces = append(x.reduces, reduceFlow{dst: dst, own: own, length: length, check: check})
+			x.reduces = append(x.reduces, reduceFlow{dst: dst, own: own, length: length, dstStride: outSt, ownStride: inSt, check: check})
 		}
 		return x, segs
 	}
@@ -75,7 +78,7 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		for p := range n {
 			if p != me && c.Produces(p) {
 				dst, length := c.OutPart(me, p)
-				x.ins = append(x.ins, inFlow{from: p, seg: seg(p, me), dst: dst, length: length, check: checkOf(length)})
+				x.ins = append(x.ins, inFlow{from: p, seg: seg(p, me), dst: dst, length: length, dstStride: outSt, check: checkOf(length)})
 			}
 		}
 	}
@@ -83,7 +86,7 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		src, ls := c.InPart(me, me)
 		dst, lr := c.OutPart(me, me)
 		if length := min(ls, lr); !(c.InPlace() && src == dst) && length > 0 {
-			x.locals = append(x.locals, localFlow{src, dst, length})
+			x.locals = append(x.locals, localFlow{src: src, dst: dst, length: length, srcStride: inSt, dstStride: outSt})
 		}
 	}
 	return x, segs

@@ -75,12 +75,17 @@ const (
 // For SpaceSend and SpaceRecv, Rank is not a rank but an index into the
 // Launch's buffer list: a Plan merged from several calls of one group (Merge)
 // reads and writes several callers' buffers.
+//
+// A Ref with Pitch set is strided (only in SpaceSend and SpaceRecv): its
+// step's bytes lie in rows of Step.Row bytes, Pitch bytes apart, and Off is
+// where the first byte lies, Step.Col bytes into its row (see Step.At).
 type Ref struct {
 	Off   uint64
 	Half  uint64
 	Space Space
 	Rank  uint8
-	_     [6]byte
+	_     [2]byte
+	Pitch uint32
 }
 
 // Step is one instruction of a worker. Its layout is shared with csrc/plan.cuh.
@@ -102,6 +107,52 @@ type Step struct {
 	Bytes uint64
 	Dst   Ref
 	Src   [MaxSrc]Ref
+	// Row and Col: where a Ref of the step is strided, its rows hold Row
+	// bytes and the step starts Col bytes into one (0 for steps of plain Refs).
+	Row, Col uint32
+}
+
+// At is where byte k of the step lies in Ref r, relative to r's base: Off+k
+// for a plain Ref; for a strided one, k bytes on from Off through rows of
+// Row bytes, Pitch bytes apart.
+func (s *Step) At(r Ref, k uint64) uint64 {
+	if r.Pitch == 0 {
+		return r.Off + k
+	}
+	c := uint64(s.Col) + k
+	row := uint64(s.Row)
+	return r.Off - uint64(s.Col) + c/row*uint64(r.Pitch) + c%row
+}
+
+// RowsValid reports whether the step's strided Refs are well formed: only
+// in the caller's buffers, with rows (Row > 0, Col inside one) no longer
+// than their pitch, and Off at least Col (the first row starts in the buffer).
+func (s *Step) RowsValid() bool {
+	ok := s.rowsValid(s.Dst)
+	for _, r := range s.Src[:max(1, int(s.NSrc))] {
+		ok = ok && s.rowsValid(r)
+	}
+	return ok
+}
+
+func (s *Step) rowsValid(r Ref) bool {
+	return r.Pitch == 0 || (r.Space == SpaceSend || r.Space == SpaceRecv) && s.Row > 0 && s.Col < s.Row && r.Pitch >= s.Row && r.Off >= uint64(s.Col)
+}
+
+// Runs calls f for each run of the step's bytes [k, k+n) that lies
+// contiguous in every Ref: the whole step, or where a Ref is strided, the
+// pieces between row ends.
+func (s *Step) Runs(f func(k, n uint64)) {
+	if s.Row == 0 {
+		f(0, s.Bytes)
+		return
+	}
+	row := uint64(s.Row)
+	for k := uint64(0); k < s.Bytes; {
+		n := min(row-(uint64(s.Col)+k)%row, s.Bytes-k)
+		f(k, n)
+		k += n
+	}
 }
 
 // Worker is one lane of a Plan: its steps run in order. Its epoch lives in

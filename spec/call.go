@@ -15,6 +15,8 @@ import (
 //	AllToAll:            Count elements per pair (input and output NRanks*Count)
 //	AllGatherV, ReduceScatterV: Counts[r], Displs[r] for every rank r (all ranks pass the same)
 //	AllToAllV:           SendCounts/SendDispls and RecvCounts/RecvDispls, this rank's view
+//	AllGatherColumns, ReduceScatterColumns: as AllGather and ReduceScatter, with
+//	                     Rows, the rows of the matrix whose column blocks are the slices
 //
 // A Call must not be modified while a collective built from it is being planned.
 type Call struct {
@@ -29,8 +31,9 @@ type Call struct {
 	RecvDispls []uint64
 	Type       DataType
 	Op         Op
-	Root       int // rooted collectives
-	Peer       int // SendRecv
+	Rows       uint64 // column-block layouts (Layout.Columns): the matrix's rows
+	Root       int    // rooted collectives
+	Peer       int    // SendRecv
 	IsSend     bool
 	Rank       int
 	NRanks     int
@@ -66,6 +69,9 @@ func (c *Call) Validate() error {
 		return invalid("%s: peer %d is not a rank of %d", c.sendRecvName(), c.Peer, c.NRanks)
 	}
 	if err := c.validateVectors(); err != nil {
+		return err
+	}
+	if err := c.validateRows(); err != nil {
 		return err
 	}
 	in, out := c.Extents()
@@ -150,6 +156,22 @@ func (c *Call) validateVectors() error {
 	return nil
 }
 
+// validateRows accepts Rows only for a column-block layout, where it must
+// split every slice into whole rows.
+func (c *Call) validateRows() error {
+	switch {
+	case !c.Coll.Columns() && c.Rows != 0:
+		return invalid("%s: rows %d given, but no side is a column-block layout", c.Coll, c.Rows)
+	case !c.Coll.Columns():
+		return nil
+	case c.Rows == 0:
+		return invalid("%s: rows is 0: a column-block layout needs the matrix's rows", c.Coll)
+	case c.Count%c.Rows != 0:
+		return invalid("%s: count %d is not a whole number of rows (%d rows)", c.Coll, c.Count, c.Rows)
+	}
+	return nil
+}
+
 // checkVector rejects counts whose slices overlap or overflow.
 func checkVector(coll Collective, name string, counts, displs []uint64) error {
 	for i := range counts {
@@ -169,12 +191,12 @@ func checkVector(coll Collective, name string, counts, displs []uint64) error {
 // where input and output have the same shape, or this rank's slice of the
 // scattered one the packed one. A collective with counts per pair
 // (AllToAllV) has no in-place form: its slices need not line up with the
-// input's.
+// input's; nor has one of column blocks.
 func (c *Call) InPlace() bool {
 	d := c.Coll.Definition()
 	switch {
-	case c.Coll == SendRecv:
-		return false
+	case c.Coll == SendRecv || d.In.Columns || d.Out.Columns:
+		return false // a column block is no contiguous slice a packed buffer could be
 	case d.In.Shape == Packed && d.Out.Shape != Packed:
 		off, _ := c.OutPart(c.Rank, c.Rank)
 		return c.Send == c.Recv+uintptr(off)
@@ -215,6 +237,13 @@ func (c *Call) extent(input bool, count uint64) uint64 {
 	if input {
 		l = c.Coll.Definition().In
 	}
+	if st := c.stride(l, count); st.Row > 0 {
+		off, length := c.part(input, c.Rank, c.NRanks-1, count)
+		if length == 0 {
+			return 0
+		}
+		return off + (length/st.Row-1)*st.Pitch + st.Row
+	}
 	if l.Shape == Packed || !l.V {
 		off, length := c.part(input, c.Rank, c.NRanks-1, count)
 		return off + length
@@ -230,5 +259,9 @@ func (c *Call) extent(input bool, count uint64) uint64 {
 
 // String describes the call for logs and error texts.
 func (c *Call) String() string {
-	return fmt.Sprintf("%s(count=%d %s %s root=%d peer=%d rank=%d/%d)", c.Coll, c.Count, c.Type, c.Op, c.Root, c.Peer, c.Rank, c.NRanks)
+	rows := ""
+	if c.Rows > 0 {
+		rows = fmt.Sprintf(" rows=%d", c.Rows)
+	}
+	return fmt.Sprintf("%s(count=%d%s %s %s root=%d peer=%d rank=%d/%d)", c.Coll, c.Count, rows, c.Type, c.Op, c.Root, c.Peer, c.Rank, c.NRanks)
 }

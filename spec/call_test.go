@@ -186,6 +186,9 @@ func reducing(t *testing.T, typ spec.DataType, kind spec.OpKind, nranks int) []s
 		if coll == spec.ReduceScatterV {
 			c.Counts, c.Displs = []uint64{4, 0, 4, 8}[:nranks], []uint64{0, 4, 4, 8}[:nranks]
 		}
+		if coll.Columns() {
+			c.Rows = 2
+		}
 		calls = append(calls, c)
 	}
 	require.NotEmpty(t, calls)
@@ -298,4 +301,65 @@ func TestParts(t *testing.T) {
 		require.Equal(t, coll == spec.AllGatherV || coll == spec.ReduceScatterV || coll == spec.AllToAllV, coll.Vectored(), "%s", coll)
 		require.Equal(t, coll == spec.AllToAllV, coll.PairCounts(), "%s: counts per pair", coll)
 	}
+}
+
+// TestColumnLayouts: a column block's parts, strides and extents, and the
+// calls and layout pairs that are refused, each with what is wrong.
+func TestColumnLayouts(t *testing.T) {
+	// 3 ranks, rows of 2 float32 per rank: the matrix is 4 rows x 6 columns.
+	ag := spec.Call{Coll: spec.AllGatherColumns, Type: spec.Float32, Count: 8, Rows: 4, Rank: 1, NRanks: 3, Send: 4096, Recv: 8192}
+	require.NoError(t, ag.Validate())
+	require.Equal(t, spec.Stride{}, ag.InStride())
+	require.Equal(t, spec.Stride{Row: 8, Pitch: 24}, ag.OutStride())
+	off, length := ag.OutPart(0, 2)
+	require.Equal(t, [2]uint64{16, 32}, [2]uint64{off, length}, "rank 2's block starts 2 columns of 8 bytes in, 4 rows of 8 bytes")
+	in, out := ag.Extents()
+	require.Equal(t, [2]uint64{32, 96}, [2]uint64{in, out})
+	require.False(t, ag.InPlace())
+
+	rs := spec.Call{Coll: spec.ReduceScatterColumns, Type: spec.Bfloat16, Count: 6, Rows: 3, Rank: 1, NRanks: 2, Send: 4096, Recv: 8192}
+	require.NoError(t, rs.Validate())
+	require.Equal(t, spec.Stride{Row: 4, Pitch: 8}, rs.InStride())
+	off, length = rs.InPart(0, 1)
+	require.Equal(t, [2]uint64{4, 12}, [2]uint64{off, length})
+	in, out = rs.Extents()
+	require.Equal(t, [2]uint64{24, 12}, [2]uint64{in, out})
+
+	for _, tc := range []struct {
+		name string
+		edit func(c *spec.Call)
+		says string
+	}{
+		{"no rows", func(c *spec.Call) { c.Rows = 0 }, "rows is 0"},
+		{"rows not dividing", func(c *spec.Call) { c.Rows = 3 }, "not a whole number of rows"},
+		{"rows on a plain collective", func(c *spec.Call) { c.Coll = spec.AllGather }, "no side is a column-block layout"},
+		{"overlap", func(c *spec.Call) { c.Recv = c.Send + 8 }, "overlap"},
+	} {
+		c := ag
+		tc.edit(&c)
+		err := c.Validate()
+		require.ErrorIs(t, err, errs.ErrInvalidArgument, tc.name)
+		require.Contains(t, err.Error(), tc.says, tc.name)
+	}
+
+	columns := spec.Layout{Shape: spec.Scattered, Columns: true}
+	packed := spec.Layout{Shape: spec.Packed}
+	got, err := spec.FromLayouts(spec.ConsumeCopy, packed, columns)
+	require.NoError(t, err)
+	require.Equal(t, spec.AllGatherColumns, got)
+	for _, tc := range []struct {
+		consume spec.Consume
+		in, out spec.Layout
+		says    string
+	}{
+		{spec.ConsumeCopy, packed, spec.Layout{Shape: spec.Packed, Columns: true}, "no column blocks"},
+		{spec.ConsumeCopy, packed, spec.Layout{Shape: spec.Scattered, Columns: true, V: true}, "neither V nor rooted"},
+		{spec.ConsumeReduce, packed, columns, "column blocks serve all-gather"},
+		{spec.ConsumeCopy, spec.Layout{Shape: 9}, packed, "unknown shape 9"},
+	} {
+		_, err := spec.FromLayouts(tc.consume, tc.in, tc.out)
+		require.ErrorIs(t, err, spec.ErrNoCollective)
+		require.Contains(t, err.Error(), tc.says)
+	}
+	require.Equal(t, "scattered columns", columns.String())
 }

@@ -20,12 +20,21 @@ const (
 	// SendRecv is one direction of a point-to-point transfer: Call.Peer is
 	// the other rank, Call.Send is set on the sender, Call.Recv on the receiver.
 	SendRecv
+	// AllGatherColumns gathers every rank's Rows x Count/Rows block of a
+	// row-major matrix into column block r of every rank's output (Rows x
+	// NRanks*Count/Rows): Count elements from each rank, as AllGather.
+	AllGatherColumns
+	// ReduceScatterColumns reduces a Rows-row matrix of NRanks*Count
+	// elements and leaves rank r column block r, packed: Count elements to
+	// each rank, as ReduceScatter.
+	ReduceScatterColumns
 	NumCollectives
 )
 
 var collNames = [NumCollectives]string{
 	"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "AllGatherV", "ReduceScatterV",
-	"AllToAllV", "Broadcast", "Reduce", "Gather", "Scatter", "SendRecv",
+	"AllToAllV", "Broadcast", "Reduce", "Gather", "Scatter", "SendRecv", "AllGatherColumns",
+	"ReduceScatterColumns",
 }
 
 func (c Collective) String() string {
@@ -55,6 +64,13 @@ func (c Collective) Vectored() bool {
 func (c Collective) PairCounts() bool {
 	d := definitions[c]
 	return d.In.V && d.Out.V && d.In.Shape != Packed && d.Out.Shape != Packed
+}
+
+// Columns reports whether a side of the collective is a column-block
+// layout: its calls name the matrix's rows (Call.Rows).
+func (c Collective) Columns() bool {
+	d := definitions[c]
+	return d.In.Columns || d.Out.Columns
 }
 
 // Reduces reports whether the collective consumes by reduction.

@@ -16,12 +16,18 @@ const (
 
 var shapeNames = [...]string{"packed", "scattered", "transposed"}
 
-// Layout is a Shape plus its variants: V (slice sizes differ per rank) and
-// Rooted (only the root holds the buffer).
+// Layout is a Shape plus its variants: V (slice sizes differ per rank),
+// Rooted (only the root holds the buffer) and Columns (the slices are column
+// blocks of a row-major matrix).
 type Layout struct {
 	Shape  Shape
 	V      bool
 	Rooted bool
+	// Columns: a scattered or transposed buffer is a row-major matrix of
+	// Call.Rows rows, and its slice r is column block r: in every row, slice
+	// r's share of it, after the shares of the slices before r. A
+	// tensor-parallel gather along the last dimension lands in place this way.
+	Columns bool
 }
 
 func (l Layout) String() string {
@@ -31,6 +37,9 @@ func (l Layout) String() string {
 	}
 	if l.V {
 		s += "V"
+	}
+	if l.Columns {
+		s += " columns"
 	}
 	if l.Rooted {
 		s = "rooted " + s
@@ -62,6 +71,7 @@ var (
 	transposedV     = Layout{Shape: Transposed, V: true}
 	rootedPacked    = Layout{Shape: Packed, Rooted: true}
 	rootedScattered = Layout{Shape: Scattered, Rooted: true}
+	columns         = Layout{Shape: Scattered, Columns: true}
 )
 
 // Definition is a collective's consume op and layouts.
@@ -84,6 +94,9 @@ var definitions = [NumCollectives]Definition{
 	Gather:         {ConsumeCopy, packed, rootedScattered},
 	Scatter:        {ConsumeCopy, rootedScattered, packed},
 	SendRecv:       {ConsumeCopy, packed, packed},
+	// Rows with no NCCL counterpart: reachable through FromLayouts.
+	AllGatherColumns:     {ConsumeCopy, packed, columns},
+	ReduceScatterColumns: {ConsumeReduce, columns, packed},
 }
 
 // Definition returns c's consume op and layouts.
@@ -91,7 +104,8 @@ func (c Collective) Definition() Definition { return definitions[c] }
 
 // FromLayouts names the collective that consume takes from in to out. Send and
 // Recv are not reachable this way: packed -> packed by copy is ambiguous
-// between ranks, so they have their own entry points.
+// between ranks, so they have their own entry points. A pair no row of the
+// table holds is refused with what makes it unsupported.
 func FromLayouts(consume Consume, in, out Layout) (Collective, error) {
 	for c := Collective(0); c < NumCollectives; c++ {
 		if c == SendRecv {
@@ -101,7 +115,20 @@ func FromLayouts(consume Consume, in, out Layout) (Collective, error) {
 			return c, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: no collective %s takes %s to %s", ErrNoCollective, consume, in, out)
+	why := ""
+	for _, l := range [...]Layout{in, out} {
+		switch {
+		case l.Shape > Transposed:
+			why = fmt.Sprintf(": unknown shape %d", l.Shape)
+		case l.Columns && l.Shape == Packed:
+			why = ": a packed buffer is one slice, it has no column blocks"
+		case l.Columns && (l.V || l.Rooted):
+			why = ": column blocks are neither V nor rooted"
+		case l.Columns:
+			why = ": column blocks serve all-gather (copy, packed -> scattered columns) and reduce-scatter (reduce, scattered columns -> packed)"
+		}
+	}
+	return 0, fmt.Errorf("%w: no collective %s takes %s to %s%s", ErrNoCollective, consume, in, out, why)
 }
 
 // Where a call's data lies, read from its layouts: every rank produces
@@ -127,10 +154,32 @@ func (c *Call) OutPart(q, p int) (off, length uint64) {
 	return c.part(false, q, p, c.Count)
 }
 
+// Stride says how a part lies in its buffer: contiguous where Row is 0,
+// else as rows of Row bytes, Pitch bytes apart (a column block; a part's
+// offset is its first row's).
+type Stride struct{ Row, Pitch uint64 }
+
+// InStride is how the parts of this call's inputs lie (see Layout.Columns).
+func (c *Call) InStride() Stride { return c.stride(c.Coll.Definition().In, c.Count) }
+
+// OutStride is how the parts of this call's outputs lie.
+func (c *Call) OutStride() Stride { return c.stride(c.Coll.Definition().Out, c.Count) }
+
+// stride is a Columns layout's rows: every slice holds count elements, a
+// row's share of them is count/Rows, and a row holds NRanks shares.
+func (c *Call) stride(l Layout, count uint64) Stride {
+	if !l.Columns || c.Rows == 0 {
+		return Stride{}
+	}
+	row := count / c.Rows * uint64(c.Type.Size())
+	return Stride{Row: row, Pitch: uint64(c.NRanks) * row}
+}
+
 // part is, in the input (or output) of rank holder, the part for (or from)
 // rank other, with count for the call's Count. V layouts read Counts and
 // Displs (one list, equal on every rank), or this side's list where the
-// counts are per pair (Collective.PairCounts).
+// counts are per pair (Collective.PairCounts). A column block's offset is
+// where its first row starts.
 func (c *Call) part(input bool, holder, other int, count uint64) (off, length uint64) {
 	d := c.Coll.Definition()
 	l, counts, displs := d.Out, c.RecvCounts, c.RecvDispls
@@ -148,6 +197,8 @@ func (c *Call) part(input bool, holder, other int, count uint64) (off, length ui
 		return 0, count * size
 	case l.V:
 		return displs[other] * size, counts[other] * size
+	case l.Columns:
+		return uint64(other) * c.stride(l, count).Row, count * size
 	}
 	return uint64(other) * count * size, count * size
 }

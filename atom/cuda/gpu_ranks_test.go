@@ -43,14 +43,20 @@ var everyGPUType = []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint3
 // spectest.RankOp(op, r): PreMulSum scalars differ per rank) and checks
 // every rank's output against spectest's reference.
 func runChecked(t *testing.T, ranks []*gpuRank, coll spec.Collective, typ spec.DataType, op spec.Op, perRank uint64, rng *rand.Rand) {
-	n := len(ranks)
-	calls := make([]*spec.Call, n)
+	calls := make([]*spec.Call, len(ranks))
 	for r := range ranks {
-		calls[r] = typedCall(coll, typ, spectest.RankOp(op, r), n, r, perRank)
+		calls[r] = typedCall(coll, typ, spectest.RankOp(op, r), len(ranks), r, perRank)
 	}
+	runCheckedCalls(t, ranks, calls, rng)
+}
+
+// runCheckedCalls runs calls[r] on rank r and checks every rank's output
+// against spectest's reference.
+func runCheckedCalls(t *testing.T, ranks []*gpuRank, calls []*spec.Call, rng *rand.Rand) {
+	typ := calls[0].Type
 	inputs := spectest.Inputs(rng, calls)
 	want := spectest.Expected(calls, inputs)
-	recv := make([]devicePtr, n)
+	recv := make([]devicePtr, len(ranks))
 	for r, g := range ranks {
 		c := calls[r]
 		in, out := c.Extents()
@@ -114,6 +120,33 @@ func TestGPUOneRankNeverComesAtEveryRankCount(t *testing.T) {
 				require.True(t, errors.Is(err, errs.ErrTimeout), "rank %d: got %v", r, err)
 			}
 			require.Less(t, time.Since(start), 10*time.Second)
+		})
+	}
+}
+
+// TestGPUColumnCollectives: the column-block rows of the layout table
+// (AllGatherColumns, ReduceScatterColumns) at packet, staged and ring
+// sizes, with rows of whole packets and rows that are not (12 bytes), types
+// and ops in rotation, checked against spectest's reference.
+func TestGPUColumnCollectives(t *testing.T) {
+	shapes := [][2]uint64{{1, 2}, {3, 3}, {16, 64}, {64, 250}, {7, 3000}, {512, 1024}, {1000, 600}}
+	for _, n := range gpuRankCounts(t) {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			ranks := newGPURanks(t, n, int64(20*time.Second))
+			rng := rand.New(rand.NewPCG(uint64(n), 17))
+			i := 0
+			for _, coll := range []spec.Collective{spec.AllGatherColumns, spec.ReduceScatterColumns} {
+				for _, s := range shapes {
+					typ := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int8, spec.Float64}[i%4]
+					op := spectest.OpFor(spec.Op{Kind: spec.OpKind(i % (int(spec.PreMulSum) + 1)), Scalar: 3}, typ, n)
+					calls := make([]*spec.Call, n)
+					for r := range ranks {
+						calls[r] = &spec.Call{Coll: coll, Type: typ, Op: spectest.RankOp(op, r), Count: s[0] * s[1], Rows: s[0], Rank: r, NRanks: n}
+					}
+					runCheckedCalls(t, ranks, calls, rng)
+					i++
+				}
+			}
 		})
 	}
 }

@@ -42,6 +42,9 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Advance {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d: bad verb %d or %d sources", i, s.Verb, s.NSrc)
 		}
+		if (s.Verb == snac.Copy || s.Verb == snac.Reduce) && !s.RowsValid() { // csrc/run.cu runRows trusts them
+			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d: strided Refs out of shape (row %d, col %d)", i, s.Row, s.Col)
+		}
 		if s.Verb == snac.Notify && int(s.Peer) >= p.NRanks { // the kernel reads its flags' base out of a run's lanes unchecked
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d notifies rank %d of %d", i, s.Peer, p.NRanks)
 		}

@@ -7,10 +7,11 @@ import (
 	"purlin/snac"
 )
 
-// plain resolves n bytes at payload offset off of a Ref in a plain space
-// (SpaceSend, SpaceRecv, SpaceStage): base + Off + parity*Half + off.
-func (x *worker) plain(ref snac.Ref, off, n uint64) ([]byte, error) {
-	start := ref.Off + x.parity()*ref.Half + off
+// plain resolves n bytes from byte k of step s in a Ref in a plain space
+// (SpaceSend, SpaceRecv, SpaceStage): base + s.At(ref, k) + parity*Half,
+// contiguous for n bytes (pieces cuts the step so).
+func (x *worker) plain(s *snac.Step, ref snac.Ref, k, n uint64) ([]byte, error) {
+	start := s.At(ref, k) + x.parity()*ref.Half
 	switch ref.Space {
 	case snac.SpaceSend, snac.SpaceRecv:
 		if int(ref.Rank) >= len(x.bufs) {
@@ -54,11 +55,11 @@ func (x *worker) packetWords(ref snac.Ref, off, n uint64) ([]uint64, uint64, err
 	return words[start/8 : start/8+2*packets], start, nil
 }
 
-// load returns n bytes at payload offset off of ref: plain memory in place,
-// or packets of this call (flag) waited for and gathered into buf.
-func (x *worker) load(ref snac.Ref, off, n uint64, buf []byte, flag uint64) ([]byte, error) {
+// load returns n bytes from byte off of step s in ref: plain memory in
+// place, or packets of this call (flag) waited for and gathered into buf.
+func (x *worker) load(s *snac.Step, ref snac.Ref, off, n uint64, buf []byte, flag uint64) ([]byte, error) {
 	if ref.Space != snac.SpacePacket {
-		return x.plain(ref, off, n)
+		return x.plain(s, ref, off, n)
 	}
 	words, at, err := x.packetWords(ref, off, n)
 	if err != nil {
@@ -70,11 +71,11 @@ func (x *worker) load(ref snac.Ref, off, n uint64, buf []byte, flag uint64) ([]b
 	return buf[:n], nil
 }
 
-// store writes data at payload offset off of ref, as packets of this call
+// store writes data at byte off of step s in ref, as packets of this call
 // (flag) in packet space.
-func (x *worker) store(ref snac.Ref, off uint64, data []byte, flag uint64) error {
+func (x *worker) store(s *snac.Step, ref snac.Ref, off uint64, data []byte, flag uint64) error {
 	if ref.Space != snac.SpacePacket {
-		dst, err := x.plain(ref, off, uint64(len(data)))
+		dst, err := x.plain(s, ref, off, uint64(len(data)))
 		if err != nil {
 			return err
 		}

@@ -164,12 +164,13 @@ static int sendrecv_source(const shape_t* s, int r, size_t i, int* sr, size_t* s
 /* No in-place form: a rank's receive would overwrite what its own send still reads. */
 static const coll_t sendrecv = {"sendrecv", 0, 0, 0, 0, factor_one, allreduce_shape, sendrecv_issue, sendrecv_source};
 
-extern const coll_t allgatherv, reducescatterv, alltoallv; /* colls_v.c */
+extern const coll_t allgatherv, reducescatterv, alltoallv;  /* colls_v.c */
+extern const coll_t allgathercolumns, reducescattercolumns; /* colls_columns.c */
 
 const coll_t* const colls[] = {
     &allreduce, &allgather, &reducescatter, &alltoall, &broadcast, &reduce, &gather, &scatter, &sendrecv,
 #ifdef PERF_PURLIN
-    &allgatherv, &reducescatterv, &alltoallv,
+    &allgatherv, &reducescatterv, &alltoallv, &allgathercolumns, &reducescattercolumns,
 #endif
 };
 const int num_colls = sizeof(colls) / sizeof(colls[0]);

@@ -28,6 +28,25 @@ class UniqueIdStruct(ctypes.Structure):
     _fields_ = [("internal", c_char * UNIQUE_ID_BYTES)]
 
 
+class LayoutStruct(ctypes.Structure):
+    """purlinLayout_t: a buffer's shape over the ranks and its variants."""
+
+    _fields_ = [("shape", c_int), ("varying", c_int), ("rooted", c_int), ("columns", c_int)]
+
+
+_SizePtr = POINTER(c_size_t)
+
+
+class CollectiveDescStruct(ctypes.Structure):
+    """purlinCollectiveDesc_t: a collective named by its layouts (purlinCollective)."""
+
+    _fields_ = [("consume", c_int), ("in_", LayoutStruct), ("out", LayoutStruct),
+                ("sendbuff", c_void_p), ("recvbuff", c_void_p), ("count", c_size_t),
+                ("counts", _SizePtr), ("displs", _SizePtr), ("sendcounts", _SizePtr), ("sdispls", _SizePtr),
+                ("recvcounts", _SizePtr), ("rdispls", _SizePtr),
+                ("datatype", c_int), ("op", c_int), ("root", c_int), ("rows", c_size_t)]
+
+
 _Comm = c_void_p
 _Stream = c_void_p
 _SizeArray = POINTER(c_size_t)
@@ -68,6 +87,7 @@ _PROTOTYPES = {
     "purlinAlltoAllV": (
         c_int, [c_void_p, _SizeArray, _SizeArray, c_void_p, _SizeArray, _SizeArray, c_int, _Comm,
                 _Stream]),
+    "purlinCollective": (c_int, [POINTER(CollectiveDescStruct), _Comm, _Stream]),
     "purlinGroupStart": (c_int, []),
     "purlinGroupEnd": (c_int, []),
 }

@@ -30,6 +30,7 @@ from .group import after_group, in_group
 from .ops import Op, PreMulSum, normalize
 from .streams import HostStream, current_device_stream, stream_handle
 from .unique_id import UniqueId
+from .layouts import LayoutCollectives
 from .vcollectives import VCollectives
 
 _SCALAR_HOST_IMMEDIATE = 1
@@ -59,7 +60,7 @@ def _prefer_atom(name: str) -> None:
         os.environ["PURLIN_ATOM"] = name
 
 
-class Communicator(Collectives, VCollectives):
+class Communicator(Collectives, VCollectives, LayoutCollectives):
     """One rank of a communicator over world_size ranks.
 
     Args:

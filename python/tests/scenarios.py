@@ -194,3 +194,39 @@ def every_collective(comm, seed):
         all_to_all(comm, dtype, 2, seed)
         broadcast(comm, dtype, 9, seed)
     return len(ALL_DTYPES)
+
+
+def all_gather_columns(comm, dtype, rows, width, seed):
+    """Every rank's rows x width block lands in its column block of a rows x (n*width) matrix."""
+    n = comm.world_size
+    send = _input(comm, comm.rank, rows * width, dtype, seed).reshape(rows, width)
+    recv = np.zeros((rows, n * width), dtype=send.dtype)
+    assert comm.all_gather_columns(send, recv, rows) is recv
+    blocks = [_input(comm, r, rows * width, dtype, seed).reshape(rows, width) for r in range(n)]
+    assert_equal(recv, np.concatenate(blocks, axis=1), f"all_gather_columns {rows}x{width}")
+
+
+def reduce_scatter_columns(comm, dtype, rows, width, seed):
+    """Rank r gets the reduction of column block r of every rank's rows x (n*width) matrix."""
+    n, me = comm.world_size, comm.rank
+    for op in (purlin.SUM, purlin.MAX, purlin.premul_sum(3)):
+        inputs = _all_inputs(comm, rows * n * width, dtype, seed, op)
+        expected = reduce(inputs, op, dtype, n).reshape(rows, n * width)[:, me * width:(me + 1) * width]
+        send = _input(comm, me, rows * n * width, dtype, seed, op).reshape(rows, n * width)
+        recv = np.zeros((rows, width), dtype=send.dtype)
+        comm.reduce_scatter_columns(send, recv, rows, op=rank_op(op, me))
+        assert_equal(recv, expected, f"reduce_scatter_columns {op} {rows}x{width}")
+
+
+def columns_refused(comm):
+    """Rows that do not divide the block, and wrong recv sizes, are refused before any C call."""
+    x = np.zeros(6, np.float32)
+    for bad in (lambda: comm.all_gather_columns(x, np.zeros(6 * comm.world_size, np.float32), 4),
+                lambda: comm.all_gather_columns(x, np.zeros(6, np.float32), 2),
+                lambda: comm.reduce_scatter_columns(np.zeros(6 * comm.world_size, np.float32), x, 0)):
+        try:
+            bad()
+        except purlin.InvalidArgument:
+            continue
+        raise AssertionError("a bad column call was accepted")
+    all_gather_columns(comm, "float32", 2, 3, 1)  # still usable

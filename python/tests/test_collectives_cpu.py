@@ -79,3 +79,15 @@ def test_v_collectives(clusters, world, dtype, collective):
 @pytest.mark.parametrize("world", WORLDS)
 def test_every_collective_every_dtype(clusters, world):
     assert clusters.run(world, "every_collective", 8) == [len(ALL_DTYPES)] * world
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("dtype", ["int32", "float32", FLOAT_DTYPES[-1]])
+@pytest.mark.parametrize("rows,width", [(1, 1), (3, 5), (16, 33), (64, 700)])
+def test_column_collectives(clusters, world, dtype, rows, width):
+    clusters.run(world, "all_gather_columns", dtype, rows, width, 7)
+    clusters.run(world, "reduce_scatter_columns", dtype, rows, width, 8)
+
+
+def test_column_collectives_refuse_bad_rows(clusters):
+    clusters.run(2, "columns_refused")

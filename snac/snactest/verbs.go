@@ -1,6 +1,7 @@
 package snactest
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 
@@ -104,6 +105,9 @@ func (s *Sim) step(rk *rank, i int) error {
 
 // move runs a Copy or Reduce: read every source, then write Dst.
 func (s *Sim) move(rk *rank, w *worker, st *snac.Step) error {
+	if !st.RowsValid() {
+		return errs.New(errs.ErrInternal, "strided Refs out of shape (row %d, col %d)", st.Row, st.Col)
+	}
 	srcs := make([][]byte, nsrc(st))
 	for k := range srcs {
 		b, err := s.read(rk, w, st, st.Src[k])
@@ -136,10 +140,16 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 		if r.Space == snac.SpaceRecv {
 			base, ext = b.Recv, b.Out
 		}
-		if r.Off+n > ext {
-			return nil, errs.New(errs.ErrInternal, "reads [%d,+%d) of %d-byte %v", r.Off, n, ext, r.Space)
-		}
-		return append([]byte(nil), l.Mem[base+r.Off:base+r.Off+n]...), nil
+		out := make([]byte, 0, n)
+		var err error
+		st.Runs(func(k, m uint64) {
+			if at := st.At(r, k); at+m > ext || at < r.Off-uint64(st.Col) {
+				err = errs.New(errs.ErrInternal, "reads [%d,+%d) of %d-byte %v", at, m, ext, r.Space)
+			} else if err == nil {
+				out = append(out, l.Mem[base+at:base+at+m]...)
+			}
+		})
+		return out, err
 	case snac.SpaceStage:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
@@ -189,11 +199,19 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 			return errs.New(errs.ErrInternal, "buffer %d of %d", r.Rank, len(l.Bufs))
 		}
 		b := l.Bufs[r.Rank]
-		if r.Off+n > b.Out {
-			return errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", r.Off, n, b.Out)
+		var err error
+		st.Runs(func(k, m uint64) {
+			at := st.At(r, k)
+			if at+m > b.Out || at < r.Off-uint64(st.Col) {
+				err = errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", at, m, b.Out)
+				return
+			}
+			copy(l.Mem[b.Recv+at:], data[k:k+m])
+			fill(l.Written[b.Recv+at:b.Recv+at+m], true)
+		})
+		if err != nil || n != st.Bytes {
+			return cmp.Or(err, errs.New(errs.ErrInternal, "writes %d bytes for a %d-byte step", n, st.Bytes))
 		}
-		copy(l.Mem[b.Recv+r.Off:], data)
-		fill(l.Written[b.Recv+r.Off:b.Recv+r.Off+n], true)
 	case snac.SpaceStage:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half

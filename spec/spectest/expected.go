@@ -93,6 +93,20 @@ func pieces(calls []*spec.Call, q int) []piece {
 		if !c.IsSend {
 			ps = append(ps, piece{0, uint64(c.Peer), 0, l, false})
 		}
+	case spec.AllGatherColumns, spec.ReduceScatterColumns:
+		// Row i of a Rows x n*w matrix holds rank p's w elements at
+		// column p*w; each rank's packed side is its Rows x w block.
+		if c.Rows == 0 || l == 0 {
+			break
+		}
+		w := l / c.Rows
+		for i := range c.Rows {
+			if c.Coll == spec.ReduceScatterColumns {
+				ps = append(ps, piece{i * w, 0, (i*uint64(n) + uint64(q)) * w, w, true})
+				continue
+			}
+			each(func(p int) piece { return piece{(i*uint64(n) + uint64(p)) * w, uint64(p), i * w, w, false} })
+		}
 	}
 	return ps
 }

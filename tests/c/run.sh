@@ -43,6 +43,7 @@ run_suite single 320
 # A small staging area sends the larger multi-process calls through the ring regime.
 run_suite multiproc 320 PURLIN_STAGE_BYTES=262144
 run_suite badinput 300 PURLIN_TIMEOUT=3
+run_suite layouts 240
 # 8 ranks (snac.MaxRanks, a full NVLink server) through purlin-perf: every
 # collective and dtype at small sizes; every op on the smallest; and, with a
 # 64 KiB staging half, sizes that take the chunked and ring regimes.

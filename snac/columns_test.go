@@ -1,0 +1,68 @@
+package snac_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// TestColumnCollectives runs the column-block rows of the layout table
+// (AllGatherColumns, ReduceScatterColumns) through every regime, with rows
+// whose bytes are and are not whole packets, against spectest's reference.
+func TestColumnCollectives(t *testing.T) {
+	type shape struct {
+		rows, width uint64 // a slice is rows x width elements
+	}
+	shapes := []shape{{1, 1}, {3, 1}, {2, 5}, {7, 3}, {4, 64}, {16, 100}, {5, 800}, {64, 240}, {8, 1500}, {3, 7000}}
+	ops := []spec.Op{{Kind: spec.Sum}, {Kind: spec.Max}, {Kind: spec.PreMulSum, Scalar: 0.5}}
+	for _, n := range []int{1, 2, 3, 4} {
+		for _, coll := range []spec.Collective{spec.AllGatherColumns, spec.ReduceScatterColumns} {
+			for i, s := range shapes {
+				for _, typ := range []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int8, spec.Float64} {
+					op := ops[(i+int(typ))%len(ops)]
+					if !op.DefinedFor(typ, n) {
+						op = spec.Op{Kind: spec.Sum}
+					}
+					t.Run(fmt.Sprintf("%s/n%d/%dx%d/%s/%s", coll, n, s.rows, s.width, typ, op), func(t *testing.T) {
+						w := newWorld(t, n, uint64(n)*1000+uint64(i)*10+uint64(typ))
+						calls := callsFor(n, coll, typ, op, s.rows*s.width, 0)
+						for _, c := range calls {
+							c.Rows = s.rows
+						}
+						require.NoError(t, w.run(calls, false), describe(calls, false))
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestColumnRegimes: the shapes above reach packets and every staged regime,
+// and rows of a width that is no whole number of packets never use packets.
+func TestColumnRegimes(t *testing.T) {
+	seen := map[snac.Regime]bool{}
+	for _, s := range [][2]uint64{{1, 1}, {4, 64}, {16, 100}, {5, 800}, {64, 240}, {8, 1500}, {3, 7000}} {
+		for _, coll := range []spec.Collective{spec.AllGatherColumns, spec.ReduceScatterColumns} {
+			for _, n := range []int{2, 4} {
+				c := &spec.Call{Coll: coll, Type: spec.Float32, Count: s[0] * s[1], Rows: s[0], NRanks: n}
+				p, err := snac.Build(c, testTopo(n))
+				require.NoError(t, err)
+				seen[p.Regime] = true
+			}
+		}
+	}
+	for r := snac.RegimePacket; r <= snac.RegimeRing; r++ {
+		require.True(t, seen[r], "regime %s never reached", r)
+	}
+	odd := &spec.Call{Coll: spec.AllGatherColumns, Type: spec.Float32, Count: 6, Rows: 2, NRanks: 4} // rows of 12 bytes
+	p, err := snac.Build(odd, testTopo(4))
+	require.NoError(t, err)
+	require.NotEqual(t, snac.RegimePacket, p.Regime)
+	for _, st := range p.Steps {
+		require.NotEqual(t, snac.SpacePacket, st.Dst.Space, "rows of 12 bytes as packets")
+	}
+}
