@@ -69,16 +69,20 @@ func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C
 		return result(c, nullArg("Collective: desc"))
 	}
 	layout := func(l C.purlinLayout_t) spec.Layout {
-		return spec.Layout{Shape: spec.Shape(l.shape), V: l.varying != 0, Rooted: l.rooted != 0, Columns: l.columns != 0}
+		return spec.Layout{Shape: spec.Shape(l.shape), V: l.varying != 0, Rooted: l.rooted != 0, Columns: l.columns != 0,
+			Matrix: l.matrix != 0}
 	}
 	coll, err := spec.FromLayouts(spec.Consume(d.consume), layout(d.in), layout(d.out))
 	if err != nil {
 		return result(c, errs.New(errs.ErrInvalidArgument, "Collective: %v", err))
 	}
-	n := c.Count()
+	n, vn := c.Count(), c.Count()
+	if coll.Matrix() {
+		vn = n * n // one count and one offset per pair
+	}
 	call := spec.Call{Coll: coll, Send: uintptr(unsafe.Pointer(d.sendbuff)), Recv: uintptr(d.recvbuff), Count: uint64(d.count),
 		Type: spec.DataType(d.datatype), Op: spec.Op{Kind: spec.OpKind(d.op)}, Root: int(d.root), Rows: uint64(d.rows),
-		Counts: vector(d.counts, n), Displs: vector(d.displs, n),
+		Counts: vector(d.counts, vn), Displs: vector(d.displs, vn),
 		SendCounts: vector(d.sendcounts, n), SendDispls: vector(d.sdispls, n),
 		RecvCounts: vector(d.recvcounts, n), RecvDispls: vector(d.rdispls, n)}
 	return result(c, c.Collective(&call, uintptr(stream)))

@@ -62,6 +62,16 @@ func (s shape) call(r, n int) *spec.Call {
 	case spec.AllGatherV, spec.ReduceScatterV:
 		c.Counts = s.matrix[0]
 		c.Displs = packed(c.Counts)
+	case spec.AllToAllMatrix: // rank p's slice for q lands in q's output after those of ranks < p, one element apart
+		n := len(s.matrix)
+		c.Counts, c.Displs = make([]uint64, n*n), make([]uint64, n*n)
+		for q := range n {
+			var at uint64
+			for p := range n {
+				c.Counts[p*n+q], c.Displs[p*n+q] = s.matrix[p][q], at+1
+				at += s.matrix[p][q] + 1
+			}
+		}
 	case spec.AllToAllV:
 		c.SendCounts = s.matrix[r]
 		c.RecvCounts = make([]uint64, n)
@@ -148,7 +158,7 @@ func runShapesOn(t *testing.T, comms []*Comm, shapes []shape, rng *rand.Rand, gr
 
 var collectives = []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll,
 	spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter,
-	spec.AllGatherColumns, spec.ReduceScatterColumns}
+	spec.AllGatherColumns, spec.ReduceScatterColumns, spec.AllToAllMatrix}
 
 // Every collective, every regime, random types and ops, 1..8 ranks.
 func TestEveryCollective(t *testing.T) {

@@ -56,6 +56,77 @@ __device__ __forceinline__ void copyPlain(uint64_t dst, uint64_t src, uint64_t b
     ((uint8_t*)dst)[i] = ((const uint8_t*)src)[i];
 }
 
+/** rowUnit is unit i of a step's Ref that lies in rows of `row` units,
+ * `pitch` bytes apart, its first unit `col` into its row (pitch 0: contiguous). */
+template <typename W>
+__device__ __forceinline__ W* rowUnit(uint64_t base, uint64_t pitch, uint64_t i, uint64_t row, uint64_t col) {
+  if (pitch == 0) return (W*)base + i;
+  const uint64_t c = col + i, r = c / row;
+  return (W*)(base + r * pitch) + ((int64_t)(c - r * row) - (int64_t)col);
+}
+
+/** copyRowUnits copies n units W of a step whose Refs may be strided (rows
+ * of `row` units, `pitch` bytes apart, the step's first unit `col` units
+ * into its row; pitch 0: contiguous), each thread finding every unit's
+ * address on its own, so that the loads of many short rows are in flight at
+ * once (kCopyUnroll a thread). */
+template <typename W>
+__device__ __forceinline__ void copyRowUnits(uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch, uint64_t n,
+                                             uint64_t row, uint64_t col) {
+  auto at = [&](uint64_t base, uint64_t pitch, uint64_t i) { return rowUnit<W>(base, pitch, i, row, col); };
+  uint64_t i = threadIdx.x;
+  for (; i + (kCopyUnroll - 1) * kThreads < n; i += kCopyUnroll * kThreads) {
+    W v[kCopyUnroll];
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; u++) v[u] = *at(src, spitch, i + u * kThreads);
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; u++) *at(dst, dpitch, i + u * kThreads) = v[u];
+  }
+  for (; i < n; i += kThreads) *at(dst, dpitch, i) = *at(src, spitch, i);
+}
+
+/** copyRows copies bytes between two Refs of which one or both are strided
+ * (rows of `row` bytes, the first byte `col` into its row; see snac's
+ * Step.At), in the widest unit that every address, pitch, row and col
+ * share. */
+__device__ __noinline__ void copyRows(uint64_t dst, uint64_t dpitch, uint64_t src, uint64_t spitch, uint64_t bytes,
+                                      uint64_t row, uint64_t col) {
+  const uint64_t align = dst | src | dpitch | spitch | row | col | bytes;
+  if ((align & 15) == 0) copyRowUnits<uint4>(dst, dpitch, src, spitch, bytes / 16, row / 16, col / 16);
+  else if ((align & 7) == 0) copyRowUnits<uint64_t>(dst, dpitch, src, spitch, bytes / 8, row / 8, col / 8);
+  else if ((align & 3) == 0) copyRowUnits<uint32_t>(dst, dpitch, src, spitch, bytes / 4, row / 4, col / 4);
+  else copyRowUnits<uint8_t>(dst, dpitch, src, spitch, bytes, row, col);
+}
+
+/** reduceRowUnits reduces n sources into dst unit by unit (elements, or 16
+ * bytes where every address, pitch, row and col allows), any Ref strided:
+ * one load per source in flight per thread, but every thread on its own
+ * units, so short rows do not serialise. */
+template <typename R, typename W>
+__device__ __forceinline__ void reduceRowUnits(const R& r, uint64_t dst, uint64_t dpitch, const uint64_t* src,
+                                               const uint64_t* spitch, int n, uint64_t units, uint64_t row,
+                                               uint64_t col) {
+  for (uint64_t i = threadIdx.x; i < units; i += kThreads)
+    *rowUnit<W>(dst, dpitch, i, row, col) =
+        reduceWords<R, W>(r, n, [&](int j) { return *rowUnit<const W>(src[j], spitch[j], i, row, col); });
+}
+
+/** reduceRows: reducePlain for a step with strided Refs (Step.row, .col and
+ * each Ref's pitch). */
+template <typename R>
+__device__ __forceinline__ void reduceRows(const R& r, const Step& s, uint64_t dst, const uint64_t* src, int n) {
+  using T = typename R::T;
+  uint64_t spitch[kMaxSrc], align = dst | s.dst.pitch | s.row | s.col | s.bytes;
+  for (int j = 0; j < kMaxSrc; j++) {
+    spitch[j] = j < n ? s.src[j].pitch : 0;
+    if (j < n) align |= src[j] | spitch[j];
+  }
+  if ((align & 15) == 0)
+    reduceRowUnits<R, uint4>(r, dst, s.dst.pitch, src, spitch, n, s.bytes / 16, s.row / 16, s.col / 16);
+  else
+    reduceRowUnits<R, T>(r, dst, s.dst.pitch, src, spitch, n, s.bytes / sizeof(T), s.row / sizeof(T), s.col / sizeof(T));
+}
+
 /** reduceVectors reduces U 16-byte vectors, kThreads apart, from n sources
  * into out[0], out[kThreads], ...: each source's U loads are issued before
  * any is combined, so U loads per thread are in flight instead of one. The

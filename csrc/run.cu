@@ -145,6 +145,7 @@ __device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_
     return reducePackets(L, s, epoch, dst, src, n, r);
   }
   if (s.verb == kCopy) copyPlain(dst, src[0], s.bytes);
+  else if (s.row != 0) reduceRows(r, s, dst, src, n);
   else reducePlain(r, dst, src, n, s.bytes);
   return kStatusOK;
 }
@@ -240,16 +241,23 @@ __device__ __forceinline__ uint64_t nextRun(const Step& s, const Ref& r, uint64_
 }
 
 /** runStep executes one Copy or Reduce (moveStep). A step with strided Refs
- * (a column block's rows) runs one run of its bytes at a time, each
+ * (a column block's rows) in plain memory moves them all at once (copyRows,
+ * or reduceRows through move); a step through packets runs one run of its
+ * bytes at a time, each
  * contiguous in every Ref (the first from s.col to its row's end, then whole
  * rows), as a step of its own: rows, s cut to the run at the run's
  * addresses, through the same moveStep, so the plain path keeps one copy of
  * it. atom/cuda checked the rows; snac cuts packet steps' rows at packet ends. */
 __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
   if (s.row == 0) return moveStep(L, s, d, epoch);
+  const uint32_t p = (uint32_t)(epoch & 1);
+  if (d.kind != kKindPacket) {
+    if (s.verb != kCopy) return moveStep(L, s, d, epoch);  // move: reduceRows
+    copyRows(d.dst[p], s.dst.pitch, d.src[p][0], s.src[0].pitch, s.bytes, s.row, s.col);
+    return kStatusOK;
+  }
   __shared__ Step rows;
   __shared__ Decoded at;
-  const uint32_t p = (uint32_t)(epoch & 1);
   const int n = s.verb == kCopy ? 1 : s.nsrc;
   if (threadIdx.x == 0) {
     rows = s, rows.row = 0, at.kind = d.kind;

@@ -185,10 +185,16 @@ purlinResult_t purlinAlltoAllV(const void* sendbuff, const size_t* sendcounts, c
  *   reduce-scatter from columns: reduce, scattered columns -> packed
  *     (every sendbuff holds rows x nranks*count/rows; rank r receives its
  *     reduced block, rows x count/rows, packed)
+ * matrix (with varying): the sizes are one nranks x nranks matrix that every
+ * rank passes alike, counts[p*nranks+q] elements from rank p to rank q, and
+ * displs[p*nranks+q] where they land in q's recvbuff; p's sendbuff holds its
+ * slices packed in rank order. It serves one collective:
+ *   all-to-all by a matrix: copy, scattered varying matrix -> transposed varying matrix
+ *     (a mixture of experts' token dispatch, its counts known on the host)
  * A pair no collective takes is refused with purlinInvalidArgument, and
  * purlinGetLastError says what is unsupported. */
 typedef enum { purlinPacked = 0, purlinScattered = 1, purlinTransposed = 2 } purlinShape_t;
-typedef struct { int shape; int varying; int rooted; int columns; } purlinLayout_t; /* shape: purlinShape_t */
+typedef struct { int shape; int varying; int rooted; int columns; int matrix; } purlinLayout_t; /* shape: purlinShape_t */
 typedef enum { purlinConsumeCopy = 0, purlinConsumeReduce = 1 } purlinConsume_t;
 
 typedef struct {
@@ -197,7 +203,7 @@ typedef struct {
   const void* sendbuff;
   void* recvbuff;
   size_t count;                 /* as the named NCCL-style collective counts it */
-  const size_t* counts;         /* AllGatherV, ReduceScatterV */
+  const size_t* counts;         /* AllGatherV, ReduceScatterV; matrix layouts: nranks x nranks */
   const size_t* displs;
   const size_t* sendcounts;     /* AllToAllV */
   const size_t* sdispls;

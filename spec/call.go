@@ -17,14 +17,16 @@ import (
 //	AllToAllV:           SendCounts/SendDispls and RecvCounts/RecvDispls, this rank's view
 //	AllGatherColumns, ReduceScatterColumns: as AllGather and ReduceScatter, with
 //	                     Rows, the rows of the matrix whose column blocks are the slices
+//	AllToAllMatrix:      Counts[p*NRanks+q] elements from p to q, landing at Displs[p*NRanks+q]
+//	                     in q's output; p's slices packed in its input in rank order
 //
 // A Call must not be modified while a collective built from it is being planned.
 type Call struct {
 	Coll       Collective
 	Send, Recv uintptr
 	Count      uint64
-	Counts     []uint64 // AllGatherV, ReduceScatterV
-	Displs     []uint64 // AllGatherV: offsets in Recv; ReduceScatterV: offsets in Send
+	Counts     []uint64 // AllGatherV, ReduceScatterV; AllToAllMatrix: NRanks x NRanks
+	Displs     []uint64 // AllGatherV: offsets in Recv; ReduceScatterV: offsets in Send; AllToAllMatrix: in Recv
 	SendCounts []uint64 // AllToAllV
 	SendDispls []uint64
 	RecvCounts []uint64
@@ -139,6 +141,8 @@ func (c *Call) validateOverlap(in, out uint64) error {
 func (c *Call) validateVectors() error {
 	n := c.NRanks
 	switch {
+	case c.Coll.Matrix():
+		return c.validateMatrix()
 	case c.Coll.PairCounts():
 		if len(c.SendCounts) != n || len(c.SendDispls) != n || len(c.RecvCounts) != n || len(c.RecvDispls) != n {
 			return invalid("%s: need %d send and receive counts and displacements", c.Coll, n)
@@ -172,6 +176,31 @@ func (c *Call) validateRows() error {
 	return nil
 }
 
+// validateMatrix checks a size matrix (Layout.Matrix): NRanks x NRanks
+// counts and destination offsets, no entry too large, and no two slices
+// landing in one rank's output overlapping.
+func (c *Call) validateMatrix() error {
+	n := c.NRanks
+	if len(c.Counts) != n*n || len(c.Displs) != n*n {
+		return invalid("%s: need %d x %d counts and displacements (one per pair), got %d and %d", c.Coll, n, n, len(c.Counts), len(c.Displs))
+	}
+	for q := range n {
+		for p := range n {
+			k, d := c.Counts[p*n+q], c.Displs[p*n+q]
+			if k > MaxBytes || d > MaxBytes {
+				return invalid("%s: counts[%d][%d]=%d at displacement %d is too large", c.Coll, p, q, k, d)
+			}
+			for o := range p {
+				ko, do := c.Counts[o*n+q], c.Displs[o*n+q]
+				if k > 0 && ko > 0 && d < do+ko && do < d+k {
+					return invalid("%s: the slices of ranks %d and %d overlap in rank %d's output", c.Coll, o, p, q)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // checkVector rejects counts whose slices overlap or overflow.
 func checkVector(coll Collective, name string, counts, displs []uint64) error {
 	for i := range counts {
@@ -197,6 +226,8 @@ func (c *Call) InPlace() bool {
 	switch {
 	case c.Coll == SendRecv || d.In.Columns || d.Out.Columns:
 		return false // a column block is no contiguous slice a packed buffer could be
+	case c.Coll.Matrix():
+		return false // as AllToAllV
 	case d.In.Shape == Packed && d.Out.Shape != Packed:
 		off, _ := c.OutPart(c.Rank, c.Rank)
 		return c.Send == c.Recv+uintptr(off)

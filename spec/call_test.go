@@ -298,8 +298,10 @@ func TestParts(t *testing.T) {
 	require.Equal(t, []bool{false, false, true}, []bool{g.Consumes(0), g.Consumes(1), g.Consumes(2)}, "a rooted output: the root consumes")
 
 	for coll := spec.Collective(0); coll < spec.NumCollectives; coll++ {
-		require.Equal(t, coll == spec.AllGatherV || coll == spec.ReduceScatterV || coll == spec.AllToAllV, coll.Vectored(), "%s", coll)
+		require.Equal(t, coll == spec.AllGatherV || coll == spec.ReduceScatterV || coll == spec.AllToAllV || coll == spec.AllToAllMatrix,
+			coll.Vectored(), "%s", coll)
 		require.Equal(t, coll == spec.AllToAllV, coll.PairCounts(), "%s: counts per pair", coll)
+		require.Equal(t, coll == spec.AllToAllMatrix, coll.Matrix(), "%s: one matrix of counts", coll)
 	}
 }
 
@@ -362,4 +364,32 @@ func TestColumnLayouts(t *testing.T) {
 		require.Contains(t, err.Error(), tc.says)
 	}
 	require.Equal(t, "scattered columns", columns.String())
+}
+
+// TestMatrixLayout: an all-to-all whose pair sizes and destination offsets
+// are one matrix on every rank: parts, extents, validation.
+func TestMatrixLayout(t *testing.T) {
+	// 2 ranks: 0 sends 3 to itself and 1 to rank 1; 1 sends 2 to rank 0 and 0 to itself.
+	c := spec.Call{Coll: spec.AllToAllMatrix, Type: spec.Int32, Rank: 0, NRanks: 2, Send: 4096, Recv: 8192,
+		Counts: []uint64{3, 1, 2, 0}, Displs: []uint64{4, 0, 0, 7}}
+	require.NoError(t, c.Validate())
+	off, length := c.InPart(0, 1)
+	require.Equal(t, [2]uint64{12, 4}, [2]uint64{off, length}, "rank 0's slice for rank 1 follows its 3 for itself")
+	off, length = c.OutPart(0, 1)
+	require.Equal(t, [2]uint64{0, 8}, [2]uint64{off, length}, "rank 1's 2 elements land at rank 0's offset 0")
+	in, out := c.Extents()
+	require.Equal(t, [2]uint64{16, 28}, [2]uint64{in, out})
+	require.False(t, c.InPlace())
+	bad := c
+	bad.Displs = []uint64{1, 0, 0, 7}
+	require.ErrorContains(t, bad.Validate(), "ranks 0 and 1 overlap in rank 0's output")
+	bad = c
+	bad.Counts = []uint64{3, 1}
+	require.ErrorContains(t, bad.Validate(), "need 2 x 2 counts")
+	got, err := spec.FromLayouts(spec.ConsumeCopy, spec.Layout{Shape: spec.Scattered, V: true, Matrix: true},
+		spec.Layout{Shape: spec.Transposed, V: true, Matrix: true})
+	require.NoError(t, err)
+	require.Equal(t, spec.AllToAllMatrix, got)
+	_, err = spec.FromLayouts(spec.ConsumeCopy, spec.Layout{Shape: spec.Scattered, Matrix: true}, spec.Layout{Shape: spec.Transposed})
+	require.ErrorContains(t, err, "a size matrix is a V layout's")
 }

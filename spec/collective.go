@@ -28,13 +28,18 @@ const (
 	// elements and leaves rank r column block r, packed: Count elements to
 	// each rank, as ReduceScatter.
 	ReduceScatterColumns
+	// AllToAllMatrix is an all-to-all whose pair sizes and destination
+	// offsets every rank passes as one NRanks x NRanks matrix (Counts,
+	// Displs; see Layout.Matrix): the token dispatch of a mixture of experts,
+	// its counts known on the host.
+	AllToAllMatrix
 	NumCollectives
 )
 
 var collNames = [NumCollectives]string{
 	"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "AllGatherV", "ReduceScatterV",
 	"AllToAllV", "Broadcast", "Reduce", "Gather", "Scatter", "SendRecv", "AllGatherColumns",
-	"ReduceScatterColumns",
+	"ReduceScatterColumns", "AllToAllMatrix",
 }
 
 func (c Collective) String() string {
@@ -63,7 +68,14 @@ func (c Collective) Vectored() bool {
 // layouts are V and hold a slice per rank.
 func (c Collective) PairCounts() bool {
 	d := definitions[c]
-	return d.In.V && d.Out.V && d.In.Shape != Packed && d.Out.Shape != Packed
+	return d.In.V && d.Out.V && d.In.Shape != Packed && d.Out.Shape != Packed && !c.Matrix()
+}
+
+// Matrix reports whether the collective's sizes are one matrix of every
+// pair's, equal on every rank (Layout.Matrix).
+func (c Collective) Matrix() bool {
+	d := definitions[c]
+	return d.In.Matrix || d.Out.Matrix
 }
 
 // Columns reports whether a side of the collective is a column-block

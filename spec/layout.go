@@ -28,6 +28,13 @@ type Layout struct {
 	// r's share of it, after the shares of the slices before r. A
 	// tensor-parallel gather along the last dimension lands in place this way.
 	Columns bool
+	// Matrix: the sizes of a V layout are one NRanks x NRanks matrix every
+	// rank passes alike (Call.Counts[p*NRanks+q]: what p sends q), with the
+	// offsets of each slice in the transposed buffer (Call.Displs, the same
+	// shape: where p's slice lands in q's), and a scattered buffer's slices
+	// packed in rank order. Every rank knows every length, unlike the
+	// per-rank lists of AllToAllV.
+	Matrix bool
 }
 
 func (l Layout) String() string {
@@ -40,6 +47,9 @@ func (l Layout) String() string {
 	}
 	if l.Columns {
 		s += " columns"
+	}
+	if l.Matrix {
+		s += " matrix"
 	}
 	if l.Rooted {
 		s = "rooted " + s
@@ -72,6 +82,8 @@ var (
 	rootedPacked    = Layout{Shape: Packed, Rooted: true}
 	rootedScattered = Layout{Shape: Scattered, Rooted: true}
 	columns         = Layout{Shape: Scattered, Columns: true}
+	scatteredM      = Layout{Shape: Scattered, V: true, Matrix: true}
+	transposedM     = Layout{Shape: Transposed, V: true, Matrix: true}
 )
 
 // Definition is a collective's consume op and layouts.
@@ -97,6 +109,7 @@ var definitions = [NumCollectives]Definition{
 	// Rows with no NCCL counterpart: reachable through FromLayouts.
 	AllGatherColumns:     {ConsumeCopy, packed, columns},
 	ReduceScatterColumns: {ConsumeReduce, columns, packed},
+	AllToAllMatrix:       {ConsumeCopy, scatteredM, transposedM},
 }
 
 // Definition returns c's consume op and layouts.
@@ -126,6 +139,10 @@ func FromLayouts(consume Consume, in, out Layout) (Collective, error) {
 			why = ": column blocks are neither V nor rooted"
 		case l.Columns:
 			why = ": column blocks serve all-gather (copy, packed -> scattered columns) and reduce-scatter (reduce, scattered columns -> packed)"
+		case l.Matrix && !l.V:
+			why = ": a size matrix is a V layout's"
+		case l.Matrix:
+			why = ": a size matrix serves all-to-all (copy, scatteredV matrix -> transposedV matrix)"
 		}
 	}
 	return 0, fmt.Errorf("%w: no collective %s takes %s to %s%s", ErrNoCollective, consume, in, out, why)
@@ -191,6 +208,15 @@ func (c *Call) part(input bool, holder, other int, count uint64) (off, length ui
 	}
 	size := uint64(c.Type.Size())
 	switch {
+	case l.Matrix && input: // holder's slices, packed in rank order
+		n := c.NRanks
+		for q := range other {
+			off += c.Counts[holder*n+q]
+		}
+		return off * size, c.Counts[holder*n+other] * size
+	case l.Matrix:
+		n := c.NRanks
+		return c.Displs[other*n+holder] * size, c.Counts[other*n+holder] * size
 	case l.Shape == Packed && l.V:
 		return 0, counts[holder] * size
 	case l.Shape == Packed:

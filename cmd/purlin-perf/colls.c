@@ -165,12 +165,13 @@ static int sendrecv_source(const shape_t* s, int r, size_t i, int* sr, size_t* s
 static const coll_t sendrecv = {"sendrecv", 0, 0, 0, 0, factor_one, allreduce_shape, sendrecv_issue, sendrecv_source};
 
 extern const coll_t allgatherv, reducescatterv, alltoallv;  /* colls_v.c */
-extern const coll_t allgathercolumns, reducescattercolumns; /* colls_columns.c */
+extern const coll_t allgathercolumns, reducescattercolumns, alltoallmatrix; /* colls_layouts.c */
 
 const coll_t* const colls[] = {
     &allreduce, &allgather, &reducescatter, &alltoall, &broadcast, &reduce, &gather, &scatter, &sendrecv,
 #ifdef PERF_PURLIN
     &allgatherv, &reducescatterv, &alltoallv, &allgathercolumns, &reducescattercolumns,
+    &alltoallmatrix,
 #endif
 };
 const int num_colls = sizeof(colls) / sizeof(colls[0]);

@@ -7,6 +7,8 @@
 
 #include "perf.h"
 
+int perf_uneven = 1; /* -u: read by split_uneven; set in every build, used in Purlin's */
+
 #ifdef PERF_PURLIN
 
 /* splitmix64: a small, good mixing function for deterministic choices. */
@@ -18,6 +20,10 @@ static uint64_t mix(uint64_t x) {
 }
 
 void split_uneven(size_t total, int n, uint64_t seed, size_t* parts) {
+  if (!perf_uneven) {
+    for (int p = 0; p < n; p++) parts[p] = total / n + ((size_t)p < total % n);
+    return;
+  }
   uint64_t weight[PERF_MAX_RANKS], sum = 0;
   for (int p = 0; p < n; p++) {
     weight[p] = mix(seed * 131 + p) % 5; /* 0..4: some parts are empty */

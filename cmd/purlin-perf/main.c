@@ -24,9 +24,10 @@ static void usage(void) {
   fprintf(stderr,
           "usage: purlin-perf <collective|all> [-b minbytes] [-e maxbytes] [-f factor] [-g nranks]\n"
           "                   [-d dtype|all] [-o op|all] [-r root] [-n iters] [-w warmup] [-c 0|1]\n"
-          "                   [-G graph-iters] [-m 0|1] [-R 0|1]\n"
+          "                   [-G graph-iters] [-m 0|1] [-R 0|1] [-u 0|1]\n"
           "  sizes take K, M, G suffixes (binary units); -m 1 runs one process per rank;\n"
-          "  -R 1 takes buffers from ncclMemAlloc, each registered as a symmetric window\n"
+          "  -R 1 takes buffers from ncclMemAlloc, each registered as a symmetric window;\n"
+          "  -u 0 splits the V collectives evenly (default 1: uneven, seeded)\n"
           "  collectives:");
   for (int i = 0; i < num_colls; i++) fprintf(stderr, " %s", colls[i]->name);
   fprintf(stderr, "\n  types:");
@@ -63,7 +64,7 @@ static void parse(int argc, char** argv, options_t* o, const char** which) {
   *which = argv[1];
   optind = 2;
   int c;
-  while ((c = getopt(argc, argv, "b:e:f:g:d:o:r:n:w:c:G:m:R:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:f:g:d:o:r:n:w:c:G:m:R:u:h")) != -1) {
     switch (c) {
       case 'b': o->min_bytes = parse_size(optarg); break;
       case 'e': o->max_bytes = parse_size(optarg); break;
@@ -84,6 +85,7 @@ static void parse(int argc, char** argv, options_t* o, const char** which) {
       case 'G': o->graph_iters = parse_int(optarg, 0); break;
       case 'm': o->multiproc = parse_int(optarg, 0); break;
       case 'R': o->registered = parse_int(optarg, 0); break;
+      case 'u': perf_uneven = parse_int(optarg, 0); break;
       default: usage();
     }
   }

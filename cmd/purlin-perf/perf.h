@@ -72,7 +72,10 @@ extern const coll_t* const colls[];
 extern const int num_colls;
 const coll_t* coll_by_name(const char* name);
 
-/* split divides total into n deterministic pseudo-random uneven parts (some may be 0). */
+/* split divides total into n deterministic pseudo-random uneven parts (some may be 0),
+ * or into even ones (the remainder one element each to the first) when perf_uneven is 0
+ * (-u 0: the V collectives then compare with their even forms). */
 void split_uneven(size_t total, int n, uint64_t seed, size_t* parts);
+extern int perf_uneven;
 
 #endif

@@ -31,7 +31,7 @@ class UniqueIdStruct(ctypes.Structure):
 class LayoutStruct(ctypes.Structure):
     """purlinLayout_t: a buffer's shape over the ranks and its variants."""
 
-    _fields_ = [("shape", c_int), ("varying", c_int), ("rooted", c_int), ("columns", c_int)]
+    _fields_ = [("shape", c_int), ("varying", c_int), ("rooted", c_int), ("columns", c_int), ("matrix", c_int)]
 
 
 _SizePtr = POINTER(c_size_t)

@@ -230,3 +230,29 @@ def columns_refused(comm):
             continue
         raise AssertionError("a bad column call was accepted")
     all_gather_columns(comm, "float32", 2, 3, 1)  # still usable
+
+
+def all_to_all_matrix(comm, dtype, most, seed):
+    """Pair sizes and destination offsets in one matrix (gaps between slices stay untouched)."""
+    n, me = comm.world_size, comm.rank
+    rng = np.random.default_rng(seed)  # the same matrix on every rank
+    counts = rng.integers(0, most + 1, size=(n, n)).tolist()
+    displs = [[0] * n for _ in range(n)]
+    for q in range(n):
+        at = 0
+        for p in range(n):
+            displs[p][q] = at + 1
+            at = displs[p][q] + counts[p][q]
+    send = _input(comm, me, sum(counts[me]), dtype, seed)
+    recv = np.full(max(1, sum(counts[p][me] + 1 for p in range(n))), 7, dtype=send.dtype)
+    comm.all_to_all_matrix(send, recv, counts, displs)
+    expected = as_dtype(np.full(len(recv), 7.0), dtype)
+    for p in range(n):
+        theirs = _input(comm, p, sum(counts[p]), dtype, seed)
+        start = sum(counts[p][:me])
+        expected[displs[p][me]:displs[p][me] + counts[p][me]] = theirs[start:start + counts[p][me]]
+    assert_equal(recv, expected, "all_to_all_matrix")
+    packed = np.zeros(sum(counts[p][me] for p in range(n)), dtype=send.dtype)
+    comm.all_to_all_matrix(send, packed, counts)  # default displs: packed by source
+    assert_equal(packed, np.concatenate([expected[displs[p][me]:displs[p][me] + counts[p][me]] for p in range(n)]),
+                 "all_to_all_matrix packed")

@@ -91,3 +91,10 @@ def test_column_collectives(clusters, world, dtype, rows, width):
 
 def test_column_collectives_refuse_bad_rows(clusters):
     clusters.run(2, "columns_refused")
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("dtype", ["int8", "float32", FLOAT_DTYPES[-1]])
+@pytest.mark.parametrize("most", [0, 5, 3000])
+def test_all_to_all_matrix(clusters, world, dtype, most):
+    clusters.run(world, "all_to_all_matrix", dtype, most, 11)

@@ -93,6 +93,15 @@ func pieces(calls []*spec.Call, q int) []piece {
 		if !c.IsSend {
 			ps = append(ps, piece{0, uint64(c.Peer), 0, l, false})
 		}
+	case spec.AllToAllMatrix:
+		// p's slices lie packed in its input, in destination order.
+		each(func(p int) piece {
+			var at uint64
+			for k := range q {
+				at += c.Counts[p*n+k]
+			}
+			return piece{c.Displs[p*n+q] * s, uint64(p), at * s, c.Counts[p*n+q] * s, false}
+		})
 	case spec.AllGatherColumns, spec.ReduceScatterColumns:
 		// Row i of a Rows x n*w matrix holds rank p's w elements at
 		// column p*w; each rank's packed side is its Rows x w block.

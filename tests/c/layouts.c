@@ -3,7 +3,8 @@
  * thread drives 2, 3 and 4 ranks. The column-block collectives (all-gather
  * into the column blocks of a row-major matrix, reduce-scatter out of them)
  * run over shapes from one element to thousands of columns, in int32 and
- * float, and are checked exactly against a reference computed here; an
+ * float, and an all-to-all by a matrix of pair sizes and destination offsets
+ * over random sizes, each checked exactly against a reference computed here; an
  * NCCL-style collective named by its layouts matches its own entry point's
  * result; pairs no collective takes are refused with purlinInvalidArgument
  * and an error text naming what is unsupported, and leave the communicator
@@ -18,9 +19,9 @@
 enum { GUARD = 64 };
 static const unsigned char kFill = 0xa5;
 
-static const purlinLayout_t kPacked = {purlinPacked, 0, 0, 0};
-static const purlinLayout_t kScattered = {purlinScattered, 0, 0, 0};
-static const purlinLayout_t kColumns = {purlinScattered, 0, 0, 1};
+static const purlinLayout_t kPacked = {purlinPacked, 0, 0, 0, 0};
+static const purlinLayout_t kScattered = {purlinScattered, 0, 0, 0, 0};
+static const purlinLayout_t kColumns = {purlinScattered, 0, 0, 1, 0};
 
 /* value is rank p's input element i: small integers, exact in float sums. */
 static int32_t value(uint64_t seed, int p, size_t i) {
@@ -122,6 +123,51 @@ static void test_columns(void) {
   }
 }
 
+/* An all-to-all by a matrix: random pair sizes (some empty), every slice
+ * landing one element after the one before it in its output; the gaps
+ * must stay untouched. */
+static void test_matrix(void) {
+  const purlinLayout_t from = {purlinScattered, 1, 0, 0, 1}, to = {purlinTransposed, 1, 0, 0, 1};
+  uint64_t seed = 40;
+  for (int n = 2; n <= 4; n++) {
+    clique q;
+    if (clique_init(&q, n) != 0) return;
+    for (int most = 0; most <= 5000; most = most ? most * 10 : 5) {
+      size_t counts[CLIQUE_MAX * CLIQUE_MAX], displs[CLIQUE_MAX * CLIQUE_MAX], in_len[CLIQUE_MAX] = {0},
+             out_len[CLIQUE_MAX] = {0};
+      rng_t r = {seed++};
+      for (int p = 0; p < n; p++)
+        for (int t = 0; t < n; t++) counts[p * n + t] = (size_t)rng_int(&r, 0, most), in_len[p] += counts[p * n + t];
+      for (int t = 0; t < n; t++)
+        for (int p = 0; p < n; p++) displs[p * n + t] = out_len[t] + 1, out_len[t] += counts[p * n + t] + 1;
+      void *send[CLIQUE_MAX], *recv[CLIQUE_MAX];
+      for (int p = 0; p < n; p++) {
+        send[p] = guarded(in_len[p]), recv[p] = guarded(out_len[p]);
+        memset(recv[p], kFill, out_len[p] * 4);
+        for (size_t i = 0; i < in_len[p]; i++) put(send[p], ncclInt32, i, value(seed, p, i));
+      }
+      purlinCollectiveDesc_t d = {.consume = purlinConsumeCopy, .in = from, .out = to, .counts = counts,
+                                  .displs = displs, .datatype = ncclInt32};
+      purlinResult_t rc = run_desc(&q, d, send, recv);
+      EXPECT(rc == purlinSuccess, "all-to-all by a matrix, %d ranks, most %d: %d (%s)", n, most, rc, ncclGetLastError(NULL));
+      for (int t = 0; rc == purlinSuccess && t < n && !harness_failed(); t++) {
+        for (int p = 0; p < n; p++) {
+          size_t from_off = 0;
+          for (int k = 0; k < t; k++) from_off += counts[p * n + k];
+          EXPECT(((unsigned char*)recv[t])[(displs[p * n + t] - 1) * 4] == kFill, "rank %d: the gap before rank %d's slice was written", t, p);
+          for (size_t i = 0; i < counts[p * n + t] && !harness_failed(); i++) {
+            int32_t got = get(recv[t], ncclInt32, displs[p * n + t] + i), want = value(seed, p, from_off + i);
+            EXPECT(got == want, "%d ranks, most %d: rank %d element %zu from rank %d: got %d, want %d", n, most, t, i, p, got, want);
+          }
+        }
+        EXPECT(guard_intact(recv[t], out_len[t]), "rank %d wrote past its output", t);
+      }
+      for (int p = 0; p < n; p++) free(send[p]), free(recv[p]);
+    }
+    clique_destroy(&q);
+  }
+}
+
 /* An NCCL-style collective named by its layouts (copy, packed -> scattered)
  * gives what ncclAllGather gives. */
 static void test_named_row(void) {
@@ -154,8 +200,9 @@ static void test_named_row(void) {
 static void test_refused(void) {
   clique q;
   if (clique_init(&q, 2) != 0) return;
-  const purlinLayout_t packed_columns = {purlinPacked, 0, 0, 1}, varying_columns = {purlinScattered, 1, 0, 1},
-                       transposed_columns = {purlinTransposed, 0, 0, 1}, bad_shape = {7, 0, 0, 0};
+  const purlinLayout_t packed_columns = {purlinPacked, 0, 0, 1, 0}, varying_columns = {purlinScattered, 1, 0, 1, 0},
+                       transposed_columns = {purlinTransposed, 0, 0, 1, 0}, bad_shape = {7, 0, 0, 0, 0},
+                       plain_matrix = {purlinScattered, 0, 0, 0, 1};
   struct {
     purlinCollectiveDesc_t d;
     const char* says;
@@ -165,6 +212,7 @@ static void test_refused(void) {
       {{.consume = purlinConsumeCopy, .in = kColumns, .out = transposed_columns, .count = 4, .rows = 2}, "column blocks serve"},
       {{.consume = purlinConsumeReduce, .in = kPacked, .out = kColumns, .count = 4, .rows = 2}, "column blocks serve"},
       {{.consume = purlinConsumeCopy, .in = bad_shape, .out = kPacked, .count = 4}, "unknown shape"},
+      {{.consume = purlinConsumeCopy, .in = plain_matrix, .out = kScattered, .count = 4}, "a size matrix is a V layout's"},
       {{.consume = purlinConsumeCopy, .in = kPacked, .out = kColumns, .count = 4, .rows = 0}, "rows is 0"},
       {{.consume = purlinConsumeCopy, .in = kPacked, .out = kColumns, .count = 5, .rows = 2}, "not a whole number of rows"},
       {{.consume = purlinConsumeCopy, .in = kPacked, .out = kScattered, .count = 4, .rows = 2}, "no side is a column-block layout"},
@@ -189,6 +237,7 @@ static void test_refused(void) {
 int main(void) {
   harness_init("layouts", 240);
   RUN(test_columns);
+  RUN(test_matrix);
   RUN(test_named_row);
   RUN(test_refused);
   return harness_finish();

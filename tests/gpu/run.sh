@@ -19,8 +19,8 @@
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1, one process driving every GPU (eager
 #             16 B..1 GiB by 4x for allreduce and allgather, 8 B..512 MiB for the
-#             rest, the V and column-block collectives 16 B..1 GiB on Purlin alone, to
-#             compare with their even forms; graph 8 B..64 MiB, and bfloat16 to 1 MiB for the
+#             rest, the V (split evenly: -u 0), column-block and matrix collectives
+#             16 B..1 GiB on Purlin alone, to compare with their even forms; graph 8 B..64 MiB, and bfloat16 to 1 MiB for the
 #             reducing collectives); each run's seconds on a '## SECONDS' line
 #   mproc     purlin-perf -m 1 on Purlin ($NGPUS processes: cuMem fds over SCM_RIGHTS)
 #   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
@@ -132,8 +132,8 @@ for lib in purlin nccl; do
   : >"$out/perf-$lib.txt"
   for c in "${big[@]}"; do perf "$lib" eager 60 "$c" -b 16 -e 1G -f 4 -n 20 -w 2 -c 1; done
   for c in "${rest[@]}"; do perf "$lib" eager 40 "$c" -b 8 -e 512M -f 4 -n 20 -w 2 -c 1; done
-  [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv allgathercolumns reducescattercolumns; do
-    perf "$lib" eager 40 "$c" -b 16 -e 1G -f 4 -n 10 -w 1 -c 1
+  [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv allgathercolumns reducescattercolumns alltoallmatrix; do
+    perf "$lib" eager 40 "$c" -b 16 -e 1G -f 4 -n 10 -w 1 -c 1 -u 0
   done
 done
 for lib in purlin nccl; do

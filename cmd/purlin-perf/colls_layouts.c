@@ -1,11 +1,14 @@
 /*
- * colls_columns.c: Purlin's column-block collectives, named by their
- * layouts through purlinCollective. A rank's part is a rows x w block of a
+ * colls_layouts.c: Purlin's collectives that only their layouts name
+ * (purlinCollective). Column blocks: a rank's part is a rows x w block of a
  * row-major rows x (n*w) matrix: all-gather places every rank's packed
  * block in its column block of every output, reduce-scatter leaves each rank
  * its column block of the reduced matrix, packed. rows is the largest power
  * of two up to 64 that divides the block (a batch of tokens, the hidden
- * dimension split over the ranks). Only built against purlin_nccl.h.
+ * dimension split over the ranks). All-to-all by a matrix: every pair's
+ * size (split_uneven, so -u 0 makes it even) and destination offset in one
+ * matrix every rank passes, slices packed by source at each receiver. Only
+ * built against purlin_nccl.h.
  */
 #include <string.h>
 
@@ -38,7 +41,7 @@ static int columns_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int 
 }
 
 static ncclResult_t columns_issue(const call_t* c, int r, int gathers) {
-  const purlinLayout_t packed = {purlinPacked, 0, 0, 0}, columns = {purlinScattered, 0, 0, 1};
+  const purlinLayout_t packed = {purlinPacked, 0, 0, 0, 0}, columns = {purlinScattered, 0, 0, 1, 0};
   purlinCollectiveDesc_t d = {.consume = gathers ? purlinConsumeCopy : purlinConsumeReduce,
                               .in = gathers ? packed : columns, .out = gathers ? columns : packed,
                               .sendbuff = c->send[r], .recvbuff = c->recv[r], .count = c->shape->count,
@@ -77,5 +80,54 @@ static int reducescattercolumns_source(const shape_t* s, int r, size_t i, int* s
 }
 const coll_t reducescattercolumns = {"reducescattercolumns", 1, 0, 0, 1, factor_ring, reducescattercolumns_shape,
                                      reducescattercolumns_issue, reducescattercolumns_source};
+
+/* ---------- all-to-all by a matrix: shape_t's sendcounts[p][q] is the matrix, rdispls[q][p] its offsets ---------- */
+static int alltoallmatrix_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
+  memset(s, 0, sizeof(*s));
+  s->n = n;
+  s->root = root;
+  size_t total = bytes / t->size; /* each rank's send buffer */
+  if (total < (size_t)n) return 0;
+  s->bytes = total * t->size;
+  s->count = total / n;
+  for (int p = 0; p < n; p++) {
+    split_uneven(total, n, 0x3a7c1e00 + total * 131 + p, s->sendcounts[p]);
+    s->send_elems[p] = total;
+  }
+  for (int q = 0; q < n; q++) {
+    size_t off = 0;
+    for (int p = 0; p < n; p++) {
+      s->rdispls[q][p] = off;
+      off += s->sendcounts[p][q];
+    }
+    s->recv_elems[q] = off;
+  }
+  return 1;
+}
+static ncclResult_t alltoallmatrix_issue(const call_t* c, int r) {
+  const shape_t* s = c->shape;
+  const int n = s->n;
+  size_t counts[PERF_MAX_RANKS * PERF_MAX_RANKS], displs[PERF_MAX_RANKS * PERF_MAX_RANKS];
+  for (int p = 0; p < n; p++)
+    for (int q = 0; q < n; q++) counts[p * n + q] = s->sendcounts[p][q], displs[p * n + q] = s->rdispls[q][p];
+  const purlinLayout_t from = {purlinScattered, 1, 0, 0, 1}, to = {purlinTransposed, 1, 0, 0, 1};
+  purlinCollectiveDesc_t d = {.consume = purlinConsumeCopy, .in = from, .out = to, .sendbuff = c->send[r],
+                              .recvbuff = c->recv[r], .counts = counts, .displs = displs, .datatype = c->type->nccl};
+  return (ncclResult_t)purlinCollective(&d, (purlinComm_t)c->comm[r], (purlinStream_t)c->stream[r]);
+}
+static int alltoallmatrix_source(const shape_t* s, int r, size_t i, int* sr, size_t* si) {
+  for (int p = 0; p < s->n; p++) {
+    if (i >= s->rdispls[r][p] && i < s->rdispls[r][p] + s->sendcounts[p][r]) {
+      size_t at = 0;
+      for (int k = 0; k < r; k++) at += s->sendcounts[p][k];
+      *sr = p;
+      *si = at + (i - s->rdispls[r][p]);
+      return SRC_COPY;
+    }
+  }
+  return SRC_NONE;
+}
+const coll_t alltoallmatrix = {"alltoallmatrix", 0, 0, 0, 1, factor_ring, alltoallmatrix_shape,
+                               alltoallmatrix_issue, alltoallmatrix_source};
 
 #endif /* PERF_PURLIN */
