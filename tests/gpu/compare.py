@@ -78,11 +78,12 @@ def run_registered(header):
 
 
 def json_rows(purlin, nccl):
-    """One row per size both libraries measured, in the form of docs/perf/2xh200.json."""
+    """One row per size Purlin measured, in the form of docs/perf/2xh200.json; the NCCL fields
+    are null where NCCL has no such collective (the V, column and matrix forms) or did not run."""
     rows = []
-    for key in sorted(set(purlin) & set(nccl)):
+    for key in sorted(purlin):
         mode, procs, reg, coll, dtype, size = key
-        p, n = purlin[key], nccl[key]
+        p, n = purlin[key], nccl.get(key, (None, None, None))
         rows.append({"coll": coll, "mode": mode, "procs": procs, "dtype": dtype, "bytes": size,
                      "purlin_us": p[0], "nccl_us": n[0], "purlin_busbw": p[1], "nccl_busbw": n[1],
                      "purlin_wrong": p[2], "nccl_wrong": n[2], "blocks": None, "registered": reg})
@@ -93,7 +94,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("purlin")
     ap.add_argument("nccl")
-    ap.add_argument("--json", help="write the rows measured on both libraries here")
+    ap.add_argument("--json", help="write the rows Purlin measured here, NCCL's beside them")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--gpus", type=int, default=0)
     ap.add_argument("--nccl-version", default="unknown")

@@ -73,6 +73,20 @@ class CompareTest(unittest.TestCase):
                               run_block("nccl", "eager", args, "broadcast", [3.0]))
         self.assertEqual([(r["purlin_wrong"], r["nccl_wrong"]) for r in doc["rows"]], [(5, 0)])
 
+    def test_purlin_only_collectives_keep_their_rows(self):
+        # A collective NCCL lacks (here allgathercolumns) has rows with null NCCL fields.
+        args = "-g 2 -b 8 -e 32 -f 4 -n 10 -w 1 -c 1 -u 0"
+        purlin = run_block("purlin", "eager", args, "allgathercolumns", [4.0, 5.0]) + \
+            run_block("purlin", "eager", args, "allgather", [3.0, 4.0])
+        text, doc = self.compare(purlin, run_block("nccl", "eager", args, "allgather", [6.0, 8.0]))
+        rows = {(r["coll"], r["bytes"]): r for r in doc["rows"]}
+        self.assertEqual(sorted(rows), [("allgather", 8), ("allgather", 32), ("allgathercolumns", 8),
+                                        ("allgathercolumns", 32)])
+        self.assertEqual((rows[("allgathercolumns", 32)]["purlin_us"], rows[("allgathercolumns", 32)]["nccl_us"]),
+                         (5.0, None))
+        self.assertEqual(rows[("allgather", 8)]["nccl_us"], 6.0)
+        self.assertIn("### allgathercolumns", text)
+
 
 if __name__ == "__main__":
     unittest.main()

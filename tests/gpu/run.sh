@@ -36,9 +36,9 @@
 #             (perf-procs and perf-registered last, so a tight GPU_BUDGET_S cuts only these)
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
-# perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (the
-# side-by-side rows in the form of docs/perf/2xh200.json: copy it there to
-# record a run), and perf.svg (its plot, tools/perfplot.py). GPU_BUDGET_S (default 560) bounds the whole run: a part that
+# perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (every
+# row Purlin measured, NCCL's beside it where NCCL has the collective, in the
+# form of docs/perf/2xh200.json: copy it there to record a run), and perf.svg (its plot, tools/perfplot.py). GPU_BUDGET_S (default 560) bounds the whole run: a part that
 # would start past it is skipped. NVLink multicast stays off.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
 set -uo pipefail
