@@ -96,3 +96,34 @@ func TestMatrixAllToAll(t *testing.T) {
 		}
 	}
 }
+
+// TestStepRows: the addressing of strided Refs (At, Runs) and the shapes
+// RowsValid refuses, which every Atom trusts.
+func TestStepRows(t *testing.T) {
+	s := snac.Step{Verb: snac.Copy, Bytes: 20, Row: 8, Col: 6,
+		Dst: snac.Ref{Space: snac.SpaceRecv, Off: 106, Pitch: 24}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: 40}}}
+	require.True(t, s.RowsValid())
+	require.Equal(t, []uint64{106, 107, 124, 131, 172}, []uint64{s.At(s.Dst, 0), s.At(s.Dst, 1), s.At(s.Dst, 2), s.At(s.Dst, 9), s.At(s.Dst, 18)})
+	require.Equal(t, uint64(59), s.At(s.Src[0], 19), "a plain Ref is contiguous")
+	var runs [][2]uint64
+	s.Runs(func(k, n uint64) { runs = append(runs, [2]uint64{k, n}) })
+	require.Equal(t, [][2]uint64{{0, 2}, {2, 8}, {10, 8}, {18, 2}}, runs)
+	for _, tc := range []struct {
+		name string
+		edit func(s *snac.Step)
+	}{
+		{"strided staging", func(s *snac.Step) { s.Dst.Space = snac.SpaceStage }},
+		{"no row", func(s *snac.Step) { s.Row = 0 }},
+		{"col past the row", func(s *snac.Step) { s.Col = 8 }},
+		{"pitch under the row", func(s *snac.Step) { s.Dst.Pitch = 7 }},
+		{"first row before the buffer", func(s *snac.Step) { s.Dst.Off = 5 }},
+		{"packets cut mid-packet", func(s *snac.Step) { s.Src[0] = snac.Ref{Space: snac.SpacePacket} }},
+	} {
+		bad := s
+		tc.edit(&bad)
+		require.False(t, bad.RowsValid(), tc.name)
+	}
+	ok := s
+	ok.Row, ok.Col, ok.Src[0] = 16, 8, snac.Ref{Space: snac.SpacePacket}
+	require.True(t, ok.RowsValid(), "packets with rows of whole packets")
+}

@@ -126,13 +126,16 @@ func (s *Step) At(r Ref, k uint64) uint64 {
 
 // RowsValid reports whether the step's strided Refs are well formed: only
 // in the caller's buffers, with rows (Row > 0, Col inside one) no longer
-// than their pitch, and Off at least Col (the first row starts in the buffer).
+// than their pitch, and Off at least Col (the first row starts in the
+// buffer); a step through packets also cuts its rows at packet ends (Row
+// and Col multiples of 8), so every run starts a packet.
 func (s *Step) RowsValid() bool {
-	ok := s.rowsValid(s.Dst)
+	ok, packets := s.rowsValid(s.Dst), s.Dst.Space == SpacePacket
 	for _, r := range s.Src[:max(1, int(s.NSrc))] {
 		ok = ok && s.rowsValid(r)
+		packets = packets || r.Space == SpacePacket
 	}
-	return ok
+	return ok && (!packets || s.Row%8 == 0 && s.Col%8 == 0)
 }
 
 func (s *Step) rowsValid(r Ref) bool {

@@ -43,10 +43,9 @@ func (x *worker) copy(s *snac.Step) error {
 // pieces calls f for each piece [k, k+m) of the step's bytes that lies
 // contiguous in every Ref (the whole step, or up to a row's end where a Ref
 // is strided) and, for a step through packets, spans at most one chunk.
-// Strided Refs must be well formed (snac.Step.RowsValid), and a step
-// through packets must cut its rows at packet ends.
+// Strided Refs must be well formed (snac.Step.RowsValid).
 func pieces(s *snac.Step, packets bool, f func(k, m uint64) error) error {
-	if !s.RowsValid() || packets && s.Row%8 != 0 {
+	if !s.RowsValid() {
 		return errs.New(errs.ErrInternal, "strided step out of shape: row %d, col %d, packets %v", s.Row, s.Col, packets)
 	}
 	var err error
