@@ -90,6 +90,27 @@ def json_rows(purlin, nccl):
     return rows
 
 
+# Purlin's own collectives and the even form each is measured against.
+EVEN_FORMS = {"allgatherv": "allgather", "reducescatterv": "reducescatter", "alltoallv": "alltoall",
+              "alltoallmatrix": "alltoall", "allgathercolumns": "allgather", "reducescattercolumns": "reducescatter"}
+
+
+def against_even(purlin):
+    """Lines comparing each of Purlin's own collectives with its even form at the sizes both ran
+    (eager, one process): the bandwidth issue wants the V forms within 5% of their even forms."""
+    lines = []
+    for (mode, procs, reg, coll, dtype, size), (t, _, _) in sorted(purlin.items()):
+        even = EVEN_FORMS.get(coll)
+        e = purlin.get((mode, procs, reg, even, dtype, size)) if even else None
+        if e and size >= 1 << 20 and e[0] > 0:
+            lines.append(f"| {coll} | {mode} | {size} | {t:.2f} | {even} | {e[0]:.2f} | {t / e[0]:.3f} |")
+    if not lines:
+        return []
+    return (["", "### Purlin's own collectives against their even forms (1 MiB and up)",
+             "| collective | mode | size (B) | us | even form | us | ratio |", "|---|---|---:|---:|---|---:|---:|"]
+            + lines)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("purlin")
@@ -114,6 +135,8 @@ def main():
         fmt = lambda v, i: f"{v[i]:.2f}" if v else "-"
         ratio = f"{p[0] / n[0]:.2f}" if p and n and n[0] > 0 else "-"
         print(f"| {size} | {fmt(p, 0)} | {fmt(n, 0)} | {fmt(p, 1)} | {fmt(n, 1)} | {ratio} |")
+    for line in against_even(purlin[0]):
+        print(line)
     print()
     for name, (rows, wrong, runs) in (("Purlin", purlin), ("NCCL", nccl)):
         for mode in sorted(set(wrong) | set(runs)):

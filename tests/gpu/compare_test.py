@@ -87,6 +87,16 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(rows[("allgather", 8)]["nccl_us"], 6.0)
         self.assertIn("### allgathercolumns", text)
 
+    def test_own_collectives_against_their_even_forms(self):
+        args = "-g 2 -b 1M -e 4M -f 4 -n 10 -w 1 -c 1 -u 0"
+        purlin = run_block("purlin", "eager", args, "allgatherv", [100.0, 420.0, 1680.0, 6720.0, 26880.0, 107520.0,
+                                                                   430080.0, 1720320.0, 6881280.0, 27525120.0, 110100480.0]) + \
+            run_block("purlin", "eager", args, "allgather", [100.0, 400.0, 1600.0, 6400.0, 25600.0, 102400.0,
+                                                              409600.0, 1638400.0, 6553600.0, 26214400.0, 104857600.0])
+        text, _ = self.compare(purlin, run_block("nccl", "eager", args, "allgather", [1.0]))
+        self.assertIn("| allgatherv | eager | 8388608 | 110100480.00 | allgather | 104857600.00 | 1.050 |", text)
+        self.assertNotIn("| allgatherv | eager | 8 |", text, "sizes under 1 MiB are left out")
+
 
 if __name__ == "__main__":
     unittest.main()
