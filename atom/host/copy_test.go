@@ -59,7 +59,7 @@ func TestParityHalves(t *testing.T) {
 		}
 	}
 	for r, rk := range ranks {
-		stage := rk.segs[r].stage
+		stage := rk.syms[r].stage
 		half := rk.topo.StageHalf
 		require.Equal(t, pattern(r, 0, size), stage[:size], "rank %d half 0", r)
 		require.Equal(t, pattern(r, 1, size), stage[half:half+size], "rank %d half 1", r)

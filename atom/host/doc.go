@@ -4,7 +4,7 @@
 //
 // # Shared state
 //
-// Each rank keeps its symmetric state (flags, check words, epochs, staging,
+// Each rank keeps its symmetric memory (flags, check words, epochs, staging,
 // packets; see snac/state.go) in ONE memfd, shared with every rank through
 // Exchange.AllGatherFD and mapped MAP_SHARED, so ranks in one process and
 // ranks in different processes run the same code. Flags, check words,

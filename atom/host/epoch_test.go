@@ -38,7 +38,7 @@ func TestEpochRuleAcrossWorkerCounts(t *testing.T) {
 			require.NoError(t, err, "call %d with %d workers", call, k)
 		}
 		for r, rk := range ranks {
-			epochs := rk.segs[r].epochs
+			epochs := rk.syms[r].epochs
 			want := uint64(call+1) * snac.EpochAdvance
 			for w := range snac.MaxWorkers {
 				require.Equal(t, want, epochs[snac.EpochSlot(snac.Collective, uint16(w))], "rank %d slot %d after call %d", r, w, call)
@@ -73,7 +73,7 @@ func TestAdvanceMatchesSeparateLaunches(t *testing.T) {
 		for r, rk := range ranks {
 			want := uint64((round+1)*len(counts)) * snac.EpochAdvance
 			for w := range snac.MaxWorkers {
-				require.Equal(t, want, rk.segs[r].epochs[snac.EpochSlot(snac.Collective, uint16(w))], "rank %d slot %d after round %d", r, w, round)
+				require.Equal(t, want, rk.syms[r].epochs[snac.EpochSlot(snac.Collective, uint16(w))], "rank %d slot %d after round %d", r, w, round)
 			}
 		}
 	}

@@ -101,7 +101,7 @@ func (r *Rank) runWorker(p *snac.Plan, op spec.Op, w int, bufs []atom.Buffers) e
 		return errs.New(errs.ErrInternal, "host rank %d: worker %d has channel %d index %d steps [%d,+%d) of %d",
 			r.topo.Rank, w, wk.Channel, wk.Index, wk.First, wk.Count, len(p.Steps))
 	}
-	epochs := r.segs[r.topo.Rank].epochs
+	epochs := r.syms[r.topo.Rank].epochs
 	slot := snac.EpochSlot(wk.Channel, wk.Index)
 	x := worker{r: r, plan: p, op: op, bufs: bufs, epoch: atomic.LoadUint64(&epochs[slot])}
 	steps := p.WorkerSteps(w)

@@ -21,7 +21,7 @@ import (
 type Rank struct {
 	topo    snac.Topology
 	layout  layout
-	segs    []*segment // by rank; segs[topo.Rank] is this rank's own. Immutable until Close.
+	syms    []*symmetric // by rank; syms[topo.Rank] is this rank's own. Immutable until Close.
 	timeout time.Duration
 	stream  uintptr // the default stream (Launch's stream 0)
 
@@ -55,19 +55,19 @@ func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, er
 		r.timeout = config.Get().Timeout
 	}
 	r.idle = sync.NewCond(&r.mu)
-	fd, err := createSegment(topo.Rank, r.layout)
+	fd, err := createSymmetric(topo.Rank, r.layout)
 	if err != nil {
 		return nil, fmt.Errorf("host.NewRank: %w", err)
 	}
 	defer unix.Close(fd) // the mappings keep the memory
 	fds, err := ex.AllGatherFD(fd)
 	if err != nil {
-		return nil, fmt.Errorf("host.NewRank rank %d: exchanging segments: %w", topo.Rank, err)
+		return nil, fmt.Errorf("host.NewRank rank %d: exchanging symmetric memory: %w", topo.Rank, err)
 	}
-	r.segs = make([]*segment, topo.NRanks)
+	r.syms = make([]*symmetric, topo.NRanks)
 	for q, qfd := range fds {
 		if err == nil {
-			r.segs[q], err = mapSegment(qfd, r.layout, q)
+			r.syms[q], err = mapSymmetric(qfd, r.layout, q)
 		}
 		unix.Close(qfd)
 	}
@@ -219,9 +219,9 @@ func (r *Rank) Close() error {
 
 func (r *Rank) unmapAll() error {
 	var all error
-	for q, s := range r.segs {
+	for q, s := range r.syms {
 		if err := s.unmap(); err != nil {
-			all = errors.Join(all, errs.New(errs.ErrSystem, "host rank %d: munmap segment of rank %d: %v", r.topo.Rank, q, err))
+			all = errors.Join(all, errs.New(errs.ErrSystem, "host rank %d: munmap symmetric memory of rank %d: %v", r.topo.Rank, q, err))
 		}
 	}
 	return all

@@ -26,10 +26,10 @@ func (x *worker) plain(s *snac.Step, ref snac.Ref, k, n uint64) ([]byte, error) 
 		}
 		return bytesAt(base+uintptr(start), n), nil
 	case snac.SpaceStage:
-		if int(ref.Rank) >= len(x.r.segs) {
-			return nil, errs.New(errs.ErrInternal, "staging of rank %d in a communicator of %d", ref.Rank, len(x.r.segs))
+		if int(ref.Rank) >= len(x.r.syms) {
+			return nil, errs.New(errs.ErrInternal, "staging of rank %d in a communicator of %d", ref.Rank, len(x.r.syms))
 		}
-		stage := x.r.segs[ref.Rank].stage
+		stage := x.r.syms[ref.Rank].stage
 		if start > uint64(len(stage)) || n > uint64(len(stage))-start {
 			return nil, errs.New(errs.ErrInternal, "staging bytes [%d,+%d) of rank %d beyond its %d", start, n, ref.Rank, len(stage))
 		}
@@ -43,10 +43,10 @@ func (x *worker) plain(s *snac.Step, ref snac.Ref, k, n uint64) ([]byte, error) 
 // their byte offset in the owner's packet buffer.
 func (x *worker) packetWords(ref snac.Ref, off, n uint64) ([]uint64, uint64, error) {
 	start := ref.Off + x.parity()*ref.Half + 2*off
-	if int(ref.Rank) >= len(x.r.segs) {
-		return nil, 0, errs.New(errs.ErrInternal, "packets of rank %d in a communicator of %d", ref.Rank, len(x.r.segs))
+	if int(ref.Rank) >= len(x.r.syms) {
+		return nil, 0, errs.New(errs.ErrInternal, "packets of rank %d in a communicator of %d", ref.Rank, len(x.r.syms))
 	}
-	words := x.r.segs[ref.Rank].packets
+	words := x.r.syms[ref.Rank].packets
 	packets := (n + 7) / 8
 	if start%16 != 0 || start/8 > uint64(len(words)) || 2*packets > uint64(len(words))-start/8 {
 		return nil, 0, errs.New(errs.ErrInternal, "packet bytes [%d,+%d) of rank %d: misaligned or beyond its %d",

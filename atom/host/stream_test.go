@@ -71,7 +71,7 @@ func TestRankRunsInLaunchOrderAcrossStreams(t *testing.T) {
 	const n = 1000
 	in, mid := pattern(1, 2, n), make([]byte, n)
 	// out lies outside Go's heap, as shared memory does: the flag that orders
-	// the copies lives in a memfd segment, whose atomics the race detector does
+	// the copies lives in a memfd, whose atomics the race detector does
 	// not see, so it would take the early look at a heap out for a race.
 	out, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	require.NoError(t, err)

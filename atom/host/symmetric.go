@@ -9,8 +9,9 @@ import (
 	"purlin/snac"
 )
 
-// layout places a rank's shared state in its memfd segment. Every rank
-// computes the same layout from the same Topology.
+// layout places a rank's symmetric memory (flags, check words, epochs,
+// staging, packets) in its memfd. Every rank computes the same layout from
+// the same Topology.
 type layout struct {
 	flags, checks, epochs, stage, packets, size uint64
 	stageBytes, packetBytes                     uint64
@@ -30,8 +31,9 @@ func newLayout(t snac.Topology) layout {
 
 func alignUp(x, to uint64) uint64 { return (x + to - 1) / to * to }
 
-// segment is one rank's mapping of one rank's shared state.
-type segment struct {
+// symmetric is one rank's symmetric memory as this rank maps it (its own or
+// a peer's).
+type symmetric struct {
 	mem     []byte
 	flags   []uint64 // 2*snac.NumSlots, peer-writable, index snac.SignalIndex
 	checks  []uint64 // 2*snac.NumSlots, beside flags
@@ -40,8 +42,8 @@ type segment struct {
 	packets []uint64 // two words per packet: payload, flag word
 }
 
-// createSegment makes this rank's zeroed memfd.
-func createSegment(rank int, l layout) (int, error) {
+// createSymmetric makes this rank's zeroed memfd.
+func createSymmetric(rank int, l layout) (int, error) {
 	fd, err := unix.MemfdCreate(fmt.Sprintf("purlin-host-rank%d", rank), unix.MFD_CLOEXEC)
 	if err != nil {
 		return -1, errs.New(errs.ErrSystem, "memfd_create for rank %d: %v", rank, err)
@@ -53,8 +55,8 @@ func createSegment(rank int, l layout) (int, error) {
 	return fd, nil
 }
 
-// mapSegment maps a rank's memfd (its own or a peer's) shared.
-func mapSegment(fd int, l layout, owner int) (*segment, error) {
+// mapSymmetric maps a rank's memfd (its own or a peer's) shared.
+func mapSymmetric(fd int, l layout, owner int) (*symmetric, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, errs.New(errs.ErrSystem, "fstat memfd of rank %d: %v", owner, err)
@@ -66,7 +68,7 @@ func mapSegment(fd int, l layout, owner int) (*segment, error) {
 	if err != nil {
 		return nil, errs.New(errs.ErrSystem, "mmap memfd of rank %d (%d bytes): %v", owner, l.size, err)
 	}
-	return &segment{
+	return &symmetric{
 		mem:     mem,
 		flags:   wordsOf(mem[l.flags:l.checks]),
 		checks:  wordsOf(mem[l.checks:l.epochs]),
@@ -76,11 +78,11 @@ func mapSegment(fd int, l layout, owner int) (*segment, error) {
 	}, nil
 }
 
-func (s *segment) unmap() error {
+func (s *symmetric) unmap() error {
 	if s == nil || s.mem == nil {
 		return nil
 	}
 	err := unix.Munmap(s.mem)
-	*s = segment{}
+	*s = symmetric{}
 	return err
 }

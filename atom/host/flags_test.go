@@ -154,7 +154,7 @@ func TestPeerGone(t *testing.T) {
 			launch(t, ranks[0], plan(0, waitStep(from(0, 1), 1, 7)))
 			ranks[0].PeerGone(-1, cause)
 			time.Sleep(20 * time.Millisecond)
-			me, at := ranks[0].segs[0], snac.SignalIndex(from(0, 1), 1)
+			me, at := ranks[0].syms[0], snac.SignalIndex(from(0, 1), 1)
 			atomic.StoreUint64(&me.checks[at], 7)
 			atomic.StoreUint64(&me.flags[at], 1)
 			return ranks[0].Synchronize()
