@@ -1,6 +1,7 @@
 // Package atom defines the datapath contract: an Atom executes SNAC Plans
 // with four primitives (copy, reduce, notify, wait), plus Advance, which
-// starts the next call of a merged Plan on a worker's channel. It knows
+// starts the next call of a merged Plan on a worker's channel, and
+// Epilogue, an AllReduce's row-wise epilogue on its output. It knows
 // Plans, data types and reduction ops, never which collective a Plan came
 // from.
 //
@@ -24,9 +25,12 @@ import "purlin/snac"
 const MaxBuffers = 16
 
 // Buffers are the caller's memory for one call (addresses in the caller's
-// address space; device pointers for a GPU Atom).
+// address space; device pointers for a GPU Atom): its input and output, and
+// the buffers of an AllReduce epilogue (spec.Epilogue; 0 when unused),
+// which Epilogue steps address alongside the output (snac.Epilogue).
 type Buffers struct {
-	Send, Recv uintptr
+	Send, Recv                      uintptr
+	Residual, Weight, Quant, Scales uintptr
 }
 
 // Rank is one rank's datapath, bound to its symmetric memory.

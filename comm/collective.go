@@ -58,10 +58,16 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 		return err
 	}
 	bufs := bufsPool.Get().(*[1]atom.Buffers)
-	bufs[0] = atom.Buffers{Send: call.Send, Recv: call.Recv}
+	bufs[0] = buffersOf(call)
 	err = c.dp.Launch(plan, bufs[:], stream)
 	bufsPool.Put(bufs)
 	return err
+}
+
+// buffersOf is the memory call's Plan addresses.
+func buffersOf(call *spec.Call) atom.Buffers {
+	e := &call.Epilogue
+	return atom.Buffers{Send: call.Send, Recv: call.Recv, Residual: e.Residual, Weight: e.Weight, Quant: e.Quant, Scales: e.Scales}
 }
 
 // launchMerged builds the Plans of a group's operations on c, merges them
@@ -87,7 +93,7 @@ func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) error {
 			return err
 		}
 		g.plans = append(g.plans, p)
-		g.bufs = append(g.bufs, atom.Buffers{Send: ops[i].call.Send, Recv: ops[i].call.Recv})
+		g.bufs = append(g.bufs, buffersOf(&ops[i].call))
 	}
 	merged, err := c.plans.merge(g.plans)
 	if err != nil {

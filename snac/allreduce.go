@@ -12,12 +12,10 @@ import "purlin/spec"
 // rank copies the reduced shards out. Each worker owns the same sub-slice
 // of every shard.
 
-// shard returns shard q's byte range: the buffer's 16-byte units split as
-// evenly as possible among the ranks.
-func shard(length uint64, n, q int) (off, size uint64) {
-	units := ceilDiv(length, unit)
-	lo := min(units*uint64(q)/uint64(n)*unit, length)
-	hi := min(units*uint64(q+1)/uint64(n)*unit, length)
+// shard returns shard q's byte range: the buffer's grains (16-byte units,
+// or an epilogue's rows) split as evenly as possible among the ranks.
+func shard(length, grain uint64, n, q int) (off, size uint64) {
+	lo, hi := split(length, grain, n, q)
 	return lo, hi - lo
 }
 
@@ -27,13 +25,13 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 	g := b.g
 	longest := uint64(0)
 	for q := range b.n {
-		_, s := shard(length, b.n, q)
+		_, s := shard(length, g.grain, b.n, q)
 		longest = max(longest, s)
 	}
 	ring := g.ring(longest)
 	// piece is worker w's chunk k of shard q, as buffer offsets.
 	piece := func(q, w, k int) (lo, hi uint64) {
-		off, size := shard(length, b.n, q)
+		off, size := shard(length, g.grain, b.n, q)
 		lo, hi = g.piece(size, w, k)
 		return off + lo, off + hi
 	}

@@ -22,6 +22,9 @@ func Build(call *spec.Call, topo Topology) (*Plan, error) {
 		return nil, err
 	}
 	p, err := build(call, topo)
+	if err == nil && call.Epilogue.Kind != 0 {
+		p, err = withEpilogue(p, call)
+	}
 	if err != nil {
 		return nil, errs.New(errs.ErrInvalidUsage, "snac: Build %s: %v", call, err)
 	}
@@ -61,7 +64,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		reserve = localWorkers(t.Workers)
 		gt.Workers -= reserve
 	}
-	g, err := newGeometry(gt, half, longest, segs, packets, !known)
+	g, err := newGeometry(gt, half, longest, segs, packets, !known, grainOf(c))
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +126,8 @@ func packetLimit(c *spec.Call, t Topology) uint64 {
 // per chunk (allreduce.go). Packets take the exchange's one-shot form.
 func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	length := c.Count * uint64(c.Type.Size())
-	_, longest := shard(length, c.NRanks, 0)
-	g, err := newGeometry(t, t.StageHalf, longest, max(1, 2*(c.NRanks-1)), false, false)
+	_, longest := shard(length, grainOf(c), c.NRanks, 0)
+	g, err := newGeometry(t, t.StageHalf, longest, max(1, 2*(c.NRanks-1)), false, false, grainOf(c))
 	if err != nil {
 		return nil, err
 	}

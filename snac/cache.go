@@ -35,6 +35,9 @@ type shapeKey struct {
 	root, peer, rank, n int
 	isSend, inPlace     bool
 	vectors             uint64
+	epilogue            spec.EpilogueKind
+	hidden              uint64
+	eps                 float32
 }
 
 type cacheEntry struct {
@@ -114,7 +117,8 @@ func (c *Cache) pushLocked(e *cacheEntry) {
 
 func keyOf(call *spec.Call, topo Topology) shapeKey {
 	k := shapeKey{topo: topo, coll: call.Coll, typ: call.Type, op: call.Op, count: call.Count, rows: call.Rows,
-		root: call.Root, peer: call.Peer, rank: call.Rank, n: call.NRanks, isSend: call.IsSend, inPlace: call.InPlace()}
+		root: call.Root, peer: call.Peer, rank: call.Rank, n: call.NRanks, isSend: call.IsSend, inPlace: call.InPlace(),
+		epilogue: call.Epilogue.Kind, hidden: call.Epilogue.Hidden, eps: call.Epilogue.Eps}
 	f := fnvOffset
 	for _, v := range vectorsOf(call) {
 		f = f.mix(uint64(len(v))).mix(v...)

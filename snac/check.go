@@ -59,6 +59,9 @@ func callCheck(c *spec.Call, t Topology) uint64 {
 	if c.Coll.Columns() {
 		f = f.mix(c.Rows)
 	}
+	if e := &c.Epilogue; e.Kind != 0 { // its rows split the transfers
+		f = f.mix(uint64(e.Kind), e.Hidden)
+	}
 	return f.sum()
 }
 

@@ -113,7 +113,7 @@ func (b *builder) emit(x *exchange) {
 	b.steps = append(b.steps, make([][]Step, b.locals)...)
 	for i := range b.locals {
 		for _, l := range x.locals {
-			off, size := shard(l.length, b.locals, i)
+			off, size := shard(l.length, b.g.grain, b.locals, i)
 			b.local(first+i, l, off, off+size)
 		}
 	}

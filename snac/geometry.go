@@ -42,18 +42,22 @@ func localWorkers(w int) int {
 // geometry is how one Plan lays transfers over workers, chunks and staging.
 type geometry struct {
 	workers int
-	chunk   uint64 // bytes of one transfer's chunk (multiple of unit)
-	region  uint64 // bytes of staging each worker owns in a half
-	segs    int    // chunk-sized segments in one slot (one per destination, or one)
-	slots   int    // slots in a worker's region
+	// grain is the bytes transfers are split in among workers and chunks:
+	// unit, or whole rows of an AllReduce with an epilogue (grainOf).
+	grain  uint64
+	chunk  uint64 // bytes of one transfer's chunk (multiple of grain)
+	region uint64 // bytes of staging each worker owns in a half
+	segs   int    // chunk-sized segments in one slot (one per destination, or one)
+	slots  int    // slots in a worker's region
 }
 
 // newGeometry sizes workers, chunks and slots for transfers of at most
 // longest bytes, staged into a half of half bytes with segs segments a slot.
 // longest must be known to every rank; when it is not (AllToAllV), pass
 // fixed: the Plan then uses all topo.Workers and a chunk size that does not
-// depend on any length.
-func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed bool) (geometry, error) {
+// depend on any length. Pieces are whole multiples of split bytes (unit, or
+// grainOf's rows).
+func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed bool, split uint64) (geometry, error) {
 	grain := uint64(workerGrain)
 	if packetOnly {
 		grain = packetGrain
@@ -66,21 +70,21 @@ func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed b
 	if packetOnly {
 		w = min(w, packetWorkers)
 	}
-	for w > 1 && half/uint64(w) < uint64(segs)*unit {
+	for w > 1 && half/uint64(w) < uint64(segs)*split {
 		w--
 	}
-	g := geometry{workers: w, segs: segs}
+	g := geometry{workers: w, segs: segs, grain: split}
 	if packetOnly {
 		return g, nil
 	}
 	g.region = half / uint64(w) / unit * unit
-	g.chunk = min(t.ChunkMax/unit*unit, g.region/uint64(segs)/unit*unit)
+	g.chunk = min(max(t.ChunkMax/split, 1)*split, g.region/uint64(segs)/split*split)
 	if g.chunk == 0 {
-		return g, errs.New(errs.ErrInvalidUsage, "snac: staging half of %d bytes cannot hold %d segments of %d bytes", half, segs, unit)
+		return g, errs.New(errs.ErrInvalidUsage, "snac: staging half of %d bytes cannot hold %d segments of %d bytes", half, segs, split)
 	}
 	g.slots = int(g.region / (uint64(segs) * g.chunk))
 	if !fixed && g.chunks(longest) > maxChunks {
-		g.chunk = roundUp(ceilDiv(longest, uint64(w)*maxChunks), unit)
+		g.chunk = roundUp(ceilDiv(longest, uint64(w)*maxChunks), split)
 		if uint64(segs)*g.chunk > g.region {
 			return g, errs.New(errs.ErrUnsupported, "snac: %d bytes need more than %d chunks of staging", longest, maxChunks)
 		}
@@ -90,12 +94,17 @@ func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed b
 }
 
 // span returns worker w's byte range of a transfer of length bytes: the
-// transfer's 16-byte units split as evenly as possible among the workers.
+// transfer's grains split as evenly as possible among the workers.
 func (g geometry) span(length uint64, w int) (lo, hi uint64) {
-	units := ceilDiv(length, unit)
-	n := uint64(g.workers)
-	lo = min(units*uint64(w)/n*unit, length)
-	hi = min(units*uint64(w+1)/n*unit, length)
+	return split(length, g.grain, g.workers, w)
+}
+
+// split returns part i of n of length bytes cut in grains of grain bytes,
+// as evenly as possible.
+func split(length, grain uint64, n, i int) (lo, hi uint64) {
+	grains := ceilDiv(length, grain)
+	lo = min(grains*uint64(i)/uint64(n)*grain, length)
+	hi = min(grains*uint64(i+1)/uint64(n)*grain, length)
 	return lo, hi
 }
 
@@ -112,8 +121,8 @@ func (g geometry) chunks(length uint64) int {
 	if g.chunk == 0 {
 		return 0
 	}
-	longestRange := ceilDiv(ceilDiv(length, unit), uint64(g.workers)) * unit
-	return int(ceilDiv(min(longestRange, roundUp(length, unit)), g.chunk))
+	longestRange := ceilDiv(ceilDiv(length, g.grain), uint64(g.workers)) * g.grain
+	return int(ceilDiv(min(longestRange, roundUp(length, g.grain)), g.chunk))
 }
 
 // ring reports whether a transfer reuses slots (needs drain signals).

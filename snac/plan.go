@@ -47,9 +47,18 @@ const (
 	// are the next call on the worker's channel, run as if launched alone
 	// (Merge chains the calls of a group this way). It uses no other field.
 	Advance
+	// Epilogue applies an AllReduce epilogue (spec.Epilogue, arithmetic in
+	// numeric.EpilogueRows) to Bytes of whole rows of Dst, a SpaceRecv Ref
+	// whose rows are final, in place. Peer holds the spec.EpilogueKind,
+	// Slot the row length in elements, and Check the epsilon's float32
+	// bits. The other buffers lie alongside the output in the Launch's
+	// Buffers of Dst.Rank: the residual at the same byte offset, the
+	// weight from its start, the quantized output at one byte per element,
+	// and the scales one float32 per row (EpilogueRowScale) or the one.
+	Epilogue
 )
 
-var verbNames = [...]string{"copy", "reduce", "notify", "wait", "advance"}
+var verbNames = [...]string{"copy", "reduce", "notify", "wait", "advance", "epilogue"}
 
 func (v Verb) String() string { return verbNames[v] }
 

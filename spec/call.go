@@ -33,9 +33,10 @@ type Call struct {
 	RecvDispls []uint64
 	Type       DataType
 	Op         Op
-	Rows       uint64 // column-block layouts (Layout.Columns): the matrix's rows
-	Root       int    // rooted collectives
-	Peer       int    // SendRecv
+	Rows       uint64   // column-block layouts (Layout.Columns): the matrix's rows
+	Epilogue   Epilogue // AllReduce: what it does to each row of its result (none by default)
+	Root       int      // rooted collectives
+	Peer       int      // SendRecv
 	IsSend     bool
 	Rank       int
 	NRanks     int
@@ -92,7 +93,10 @@ func (c *Call) Validate() error {
 	if err := c.validateOpType(in); err != nil {
 		return err
 	}
-	return c.validateOverlap(in, out)
+	if err := c.validateOverlap(in, out); err != nil {
+		return err
+	}
+	return c.validateEpilogue(out)
 }
 
 // validateOpType rejects an op NCCL does not run on the type across the
@@ -293,6 +297,9 @@ func (c *Call) String() string {
 	rows := ""
 	if c.Rows > 0 {
 		rows = fmt.Sprintf(" rows=%d", c.Rows)
+	}
+	if c.Epilogue.Kind != 0 {
+		rows += fmt.Sprintf(" epilogue=%s hidden=%d", c.Epilogue.Kind, c.Epilogue.Hidden)
 	}
 	return fmt.Sprintf("%s(count=%d%s %s %s root=%d peer=%d rank=%d/%d)", c.Coll, c.Count, rows, c.Type, c.Op, c.Root, c.Peer, c.Rank, c.NRanks)
 }

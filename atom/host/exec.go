@@ -142,6 +142,8 @@ func (x *worker) step(s *snac.Step) error {
 	case snac.Advance:
 		x.epoch += snac.EpochAdvance
 		return nil
+	case snac.Epilogue:
+		return x.epilogue(s)
 	}
 	return errs.New(errs.ErrInternal, "unknown verb %d", s.Verb)
 }

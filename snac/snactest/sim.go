@@ -10,8 +10,13 @@ import (
 )
 
 // Buffer is one call's buffers in a Launch's memory: offsets of Send and
-// Recv in Mem and the bytes the call may read (In) and write (Out).
-type Buffer struct{ Send, Recv, In, Out uint64 }
+// Recv in Mem and the bytes the call may read (In) and write (Out), and the
+// offsets of an AllReduce epilogue's buffers (atom.Buffers), read where its
+// Epilogue steps' kind uses them.
+type Buffer struct {
+	Send, Recv, In, Out             uint64
+	Residual, Weight, Quant, Scales uint64
+}
 
 // Launch is one Plan run on one rank over that rank's user memory Mem.
 // Buffer i serves the Plan's Refs with Rank i in SpaceSend/SpaceRecv.
@@ -21,6 +26,9 @@ type Launch struct {
 	Bufs []Buffer
 	// Written is filled by Run: which bytes of Mem the Plan wrote.
 	Written []bool
+	// final marks output bytes an Epilogue step has finished: no step
+	// may read or write them again.
+	final []bool
 }
 
 // Sim is n simulated ranks and their shared state. It is not safe for
@@ -98,7 +106,7 @@ func (s *Sim) RunEach(launches [][]*Launch) []error {
 func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 	for r, ls := range launches {
 		for _, l := range ls {
-			l.Written = make([]bool, len(l.Mem))
+			l.Written, l.final = make([]bool, len(l.Mem)), make([]bool, len(l.Mem))
 		}
 		s.ranks[r].queue = append(s.ranks[r].queue, ls...)
 	}

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"purlin/errs"
 	"purlin/numeric"
 	"purlin/snac"
+	"purlin/spec"
 )
 
 var le = binary.LittleEndian
@@ -90,6 +92,8 @@ func (s *Sim) step(rk *rank, i int) error {
 		err = s.move(rk, w, st)
 	case snac.Advance:
 		w.epoch += snac.EpochAdvance
+	case snac.Epilogue:
+		err = s.epilogue(rk, st)
 	default:
 		err = errs.New(errs.ErrInternal, "unknown verb %d", st.Verb)
 	}
@@ -145,6 +149,8 @@ func (s *Sim) read(rk *rank, w *worker, st *snac.Step, r snac.Ref) ([]byte, erro
 		st.Runs(func(k, m uint64) {
 			if at := st.At(r, k); at+m > ext || at < r.Off-uint64(st.Col) {
 				err = errs.New(errs.ErrInternal, "reads [%d,+%d) of %d-byte %v", at, m, ext, r.Space)
+			} else if r.Space == snac.SpaceRecv && anyOf(l.final[base+at:base+at+m]) {
+				err = errs.New(errs.ErrInternal, "reads output [%d,+%d) after its epilogue", at, m)
 			} else if err == nil {
 				out = append(out, l.Mem[base+at:base+at+m]...)
 			}
@@ -206,6 +212,10 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 				err = errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", at, m, b.Out)
 				return
 			}
+			if anyOf(l.final[b.Recv+at : b.Recv+at+m]) {
+				err = errs.New(errs.ErrInternal, "writes output [%d,+%d) after its epilogue", at, m)
+				return
+			}
 			copy(l.Mem[b.Recv+at:], data[k:k+m])
 			fill(l.Written[b.Recv+at:b.Recv+at+m], true)
 		})
@@ -250,6 +260,59 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 		return errs.New(errs.ErrInternal, "space %d", r.Space)
 	}
 	return nil
+}
+
+// epilogue runs an Epilogue step on the output rows it names, once each,
+// with numeric's arithmetic (the host Atom's), marking them final.
+func (s *Sim) epilogue(rk *rank, st *snac.Step) error {
+	l := rk.cur
+	p := rk.cur.Plan
+	e := numeric.EpilogueRows{Type: p.Type, Kind: spec.EpilogueKind(st.Peer), Hidden: int(st.Slot), Eps: math.Float32frombits(uint32(st.Check))}
+	size := uint64(p.Type.Size())
+	rowBytes := uint64(e.Hidden) * size
+	if int(st.Dst.Rank) >= len(l.Bufs) || st.Dst.Space != snac.SpaceRecv || st.Dst.Pitch != 0 || rowBytes == 0 || st.Dst.Off%rowBytes != 0 || st.Bytes%rowBytes != 0 {
+		return errs.New(errs.ErrInternal, "epilogue of %d bytes at %v %d: not whole rows of %d bytes of an output", st.Bytes, st.Dst.Space, st.Dst.Off, rowBytes)
+	}
+	b := l.Bufs[st.Dst.Rank]
+	off, n := st.Dst.Off, st.Bytes
+	if off+n > b.Out {
+		return errs.New(errs.ErrInternal, "epilogue on [%d,+%d) outside the %d-byte Recv extent", off, n, b.Out)
+	}
+	out := l.Mem[b.Recv+off : b.Recv+off+n]
+	if anyOf(l.final[b.Recv+off : b.Recv+off+n]) {
+		return errs.New(errs.ErrInternal, "epilogue on output [%d,+%d) twice", off, n)
+	}
+	written := func(at, m uint64) []byte {
+		fill(l.Written[at:at+m], true)
+		return l.Mem[at : at+m]
+	}
+	var residual, weight, quant, scales []byte
+	if e.Kind&spec.EpilogueResidualAdd != 0 {
+		residual = written(b.Residual+off, n)
+	}
+	if e.Kind&spec.EpilogueRMSNorm != 0 {
+		weight = l.Mem[b.Weight : b.Weight+rowBytes]
+	}
+	if e.Kind&spec.EpilogueQuantFP8 != 0 {
+		quant = written(b.Quant+off/size, n/size)
+		scales = l.Mem[b.Scales : b.Scales+4]
+		if e.Kind&spec.EpilogueRowScale != 0 {
+			scales = written(b.Scales+4*(off/rowBytes), 4*(n/rowBytes))
+		}
+	}
+	e.Run(out, residual, weight, quant, scales)
+	fill(l.Written[b.Recv+off:b.Recv+off+n], true)
+	fill(l.final[b.Recv+off:b.Recv+off+n], true)
+	return nil
+}
+
+func anyOf(s []bool) bool {
+	for _, v := range s {
+		if v {
+			return true
+		}
+	}
+	return false
 }
 
 // fill sets every element of s to v with O(log n) copies (cheap under -race).
