@@ -21,6 +21,7 @@ where the run did not report it.
 import argparse
 import datetime
 import json
+import os
 import re
 
 
@@ -90,6 +91,37 @@ def json_rows(purlin, nccl):
     return rows
 
 
+def rmsnorm_rows(path, procs):
+    """The fused all-reduce + residual add + RMSNorm rows (bench_rmsnorm.py, bf16, graph, one
+    process per GPU): purlin_us is the fused call, nccl_us NCCL's all-reduce followed by PyTorch's
+    add and rms_norm, purlin_unfused_us Purlin's all-reduce followed by the same; bytes are the
+    activation's (tokens x hidden x 2)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        doc = json.load(f)
+    return [{"coll": "allreduce_rmsnorm", "mode": "graph", "procs": procs, "dtype": "bfloat16",
+             "bytes": 2 * r["tokens"] * r["hidden"], "hidden": r["hidden"], "tokens": r["tokens"],
+             "purlin_us": r["fused_us"], "nccl_us": r["nccl_us"], "purlin_unfused_us": r["purlin_us"],
+             "purlin_busbw": None, "nccl_busbw": None, "purlin_wrong": None, "nccl_wrong": None,
+             "blocks": None, "registered": False} for r in doc.get("rows", [])]
+
+
+def rmsnorm_table(rows):
+    """The fused rows as a table: issue 16 wants fused at least 1.5x faster than NCCL + torch
+    from 1 to 128 tokens, and never slower than Purlin + torch."""
+    if not rows:
+        return []
+    out = ["", "### AllReduce + residual add + RMSNorm (bf16, graph): fused vs unfused",
+           "| hidden | tokens | fused us | Purlin + torch us | NCCL + torch us | NCCL+torch / fused | Purlin+torch / fused |",
+           "|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        f = r["purlin_us"]
+        out.append(f"| {r['hidden']} | {r['tokens']} | {f:.2f} | {r['purlin_unfused_us']:.2f} | {r['nccl_us']:.2f} | "
+                   f"{r['nccl_us'] / f:.2f} | {r['purlin_unfused_us'] / f:.2f} |")
+    return out
+
+
 # Purlin's own collectives and the even form each is measured against.
 EVEN_FORMS = {"allgatherv": "allgather", "reducescatterv": "reducescatter", "alltoallv": "alltoall",
               "alltoallmatrix": "alltoall", "allgathercolumns": "allgather", "reducescattercolumns": "reducescatter"}
@@ -119,6 +151,7 @@ def main():
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--gpus", type=int, default=0)
     ap.add_argument("--nccl-version", default="unknown")
+    ap.add_argument("--rmsnorm", help="tests/torch/bench_rmsnorm.py's --json: rows of coll allreduce_rmsnorm")
     a = ap.parse_args()
     purlin, nccl = parse(a.purlin), parse(a.nccl)
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
@@ -143,9 +176,12 @@ def main():
             bad = [c for c, s in runs.get(mode, []) if s != 0]
             print(f"{name} {mode}: #wrong total {wrong.get(mode, 0)}, runs {len(runs.get(mode, []))}, "
                   f"failed runs {len(bad)}{': ' + ' '.join(bad) if bad else ''}")
+    fused = rmsnorm_rows(a.rmsnorm, a.gpus)
+    for line in rmsnorm_table(fused):
+        print(line)
     if a.json:
         doc = {"date": datetime.date.today().isoformat(), "commit": a.commit, "gpus": a.gpus,
-               "nccl_version": a.nccl_version, "rows": json_rows(purlin[0], nccl[0])}
+               "nccl_version": a.nccl_version, "rows": json_rows(purlin[0], nccl[0]) + fused}
         rows = doc.pop("rows")
         head = json.dumps(doc)[:-1]
         with open(a.json, "w") as f:  # one row a line, so that a new run's diff reads row by row

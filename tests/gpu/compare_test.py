@@ -30,13 +30,18 @@ def two_runs(coll, args, times):
 
 
 class CompareTest(unittest.TestCase):
-    def compare(self, purlin, nccl):
+    def compare(self, purlin, nccl, rmsnorm=None):
         with tempfile.TemporaryDirectory() as d:
-            p, n, j = (os.path.join(d, x) for x in ("p.txt", "n.txt", "out.json"))
+            p, n, j, m = (os.path.join(d, x) for x in ("p.txt", "n.txt", "out.json", "rmsnorm.json"))
             for path, text in ((p, purlin), (n, nccl)):
                 with open(path, "w") as f:
                     f.write(text)
-            r = subprocess.run([sys.executable, COMPARE, p, n, "--json", j, "--commit", "abc", "--gpus", "2"],
+            extra = []
+            if rmsnorm is not None:
+                with open(m, "w") as f:
+                    json.dump(rmsnorm, f)
+                extra = ["--rmsnorm", m]
+            r = subprocess.run([sys.executable, COMPARE, p, n, "--json", j, "--commit", "abc", "--gpus", "2"] + extra,
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(j) as f:
@@ -96,6 +101,20 @@ class CompareTest(unittest.TestCase):
         text, _ = self.compare(purlin, run_block("nccl", "eager", args, "allgather", [1.0]))
         self.assertIn("| allgatherv | eager | 8388608 | 110100480.00 | allgather | 104857600.00 | 1.050 |", text)
         self.assertNotIn("| allgatherv | eager | 8 |", text, "sizes under 1 MiB are left out")
+
+    def test_fused_rmsnorm_rows(self):
+        # bench_rmsnorm.py's rows become allreduce_rmsnorm rows beside purlin-perf's, with a table.
+        args = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
+        bench = {"torch": "2.9", "rows": [{"hidden": 4096, "tokens": 16, "calls": 20, "fused_us": 5.0,
+                                           "purlin_us": 9.0, "nccl_us": 15.0}]}
+        text, doc = self.compare(run_block("purlin", "eager", args, "allreduce", [3.0]),
+                                 run_block("nccl", "eager", args, "allreduce", [4.0]), rmsnorm=bench)
+        fused = [r for r in doc["rows"] if r["coll"] == "allreduce_rmsnorm"]
+        self.assertEqual(len(fused), 1)
+        self.assertEqual((fused[0]["bytes"], fused[0]["purlin_us"], fused[0]["nccl_us"], fused[0]["purlin_unfused_us"]),
+                         (2 * 16 * 4096, 5.0, 15.0, 9.0))
+        self.assertIn("| 4096 | 16 | 5.00 | 9.00 | 15.00 | 3.00 | 1.80 |", text)
+        self.assertEqual(len(doc["rows"]), 2)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@
 #   perf-registered  the same with buffers from ncclMemAlloc registered as symmetric
 #             windows on both libraries (-R 1): graph 8 B..1 MiB, one process
 #             (perf-procs and perf-registered last, so a tight GPU_BUDGET_S cuts only these)
+#   rmsnorm   tests/torch/bench_rmsnorm.py: the fused all-reduce + residual add + RMSNorm
+#             against Purlin's and NCCL's all-reduce followed by PyTorch's ops (2+ GPUs,
+#             torch); its rows join perf.json as allreduce_rmsnorm
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (every
@@ -214,10 +217,19 @@ for lib in purlin nccl; do
 done
 perf_verdicts perf-registered
 
+# ---------- rmsnorm: fused all-reduce + residual add + RMSNorm against the unfused sequences ----------
+t=$(left 120)
+if (( t > 30 && NGPUS >= 2 )) && python3 -c "import torch" 2>/dev/null; then
+  PURLIN_LIBRARY="$gpu/lib/libpurlin.so" PYTHONPATH="$root/python" timeout "$t" \
+    python3 "$root/tests/torch/bench_rmsnorm.py" --nranks "$NGPUS" --json "$out/rmsnorm.json" >"$out/rmsnorm.txt" 2>&1
+  verdict rmsnorm $? "(rmsnorm.txt)"
+else note "SKIP rmsnorm (no time, one GPU or no torch)"; fi
+
 # ---------- summary ----------
 {
   echo; echo "## Purlin vs NCCL (tests/gpu/compare.py)"
   python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
+    --rmsnorm "$out/rmsnorm.json" \
     --commit "$(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)" --gpus "$NGPUS" \
     --nccl-version "$(grep -m1 -o 'NCCL API version [0-9]*' "$out/perf-nccl.txt" | grep -o '[0-9]*$')"
   python3 "$root/tools/perfplot.py" "$out/perf.json" -o "$out/perf.svg" && echo "plot: perf.svg"
