@@ -148,7 +148,7 @@ purlinResult_t purlinRecv(void* recvbuff, size_t count, purlinDataType_t datatyp
 }
 NCCL_ALIASES(Recv)
 
-/* ---------- V collectives and collectives by layout (Purlin's own) ---------- */
+/* ---------- V collectives, collectives by layout and AllReduce epilogues (Purlin's own) ---------- */
 purlinResult_t purlinAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
   GUARD();
   return goCollectiveV(capiAllGatherV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, (size_t*)counts, (size_t*)displs, NULL, NULL, NULL, NULL, datatype, 0, (uintptr_t)comm, (uintptr_t)stream);
@@ -164,6 +164,10 @@ purlinResult_t purlinAlltoAllV(const void* sendbuff, const size_t* sendcounts, c
 purlinResult_t purlinCollective(const purlinCollectiveDesc_t* desc, purlinComm_t comm, purlinStream_t stream) {
   GUARD();
   return goCollectiveDesc((purlinCollectiveDesc_t*)desc, (uintptr_t)comm, (uintptr_t)stream);
+}
+purlinResult_t purlinAllReduceEpilogue(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, const purlinEpilogue_t* epilogue, purlinComm_t comm, purlinStream_t stream) {
+  GUARD();
+  return goAllReduceEpilogue((uintptr_t)sendbuff, (uintptr_t)recvbuff, count, datatype, op, (purlinEpilogue_t*)epilogue, (uintptr_t)comm, (uintptr_t)stream);
 }
 
 /* ---------- groups ---------- */

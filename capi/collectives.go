@@ -28,6 +28,29 @@ func goCollective(coll C.int, send, recv C.uintptr_t, count C.size_t, dtype, op,
 	return result(c, c.Collective(&call, uintptr(stream)))
 }
 
+// goAllReduceEpilogue is an AllReduce followed by *e (nil: none), on the hot
+// path as goCollective is: no allocation.
+//
+//export goAllReduceEpilogue
+func goAllReduceEpilogue(send, recv C.uintptr_t, count C.size_t, dtype, op C.int, e *C.purlinEpilogue_t, h, stream C.uintptr_t) (res C.purlinResult_t) {
+	defer recovered(&res)
+	c, err := lookup(h)
+	if err != nil {
+		return result(nil, err)
+	}
+	call := spec.Call{Coll: spec.AllReduce, Send: uintptr(send), Recv: uintptr(recv), Count: uint64(count),
+		Type: spec.DataType(dtype), Op: spec.Op{Kind: spec.OpKind(op)}}
+	if e != nil {
+		if e.kind < 0 || e.kind > C.int(^spec.EpilogueKind(0)) { // past spec.EpilogueKind: bits no epilogue has
+			return result(c, errs.New(errs.ErrInvalidArgument, "%s: unknown epilogue kind bits %#x", spec.AllReduce, uint32(e.kind)))
+		}
+		call.Epilogue = spec.Epilogue{Kind: spec.EpilogueKind(e.kind), Hidden: uint64(e.hidden),
+			Residual: uintptr(e.residual), Weight: uintptr(e.weight), Quant: uintptr(e.quant), Scales: uintptr(e.scales),
+			Eps: float32(e.eps)}
+	}
+	return result(c, c.Collective(&call, uintptr(stream)))
+}
+
 //export goCollectiveV
 func goCollectiveV(coll C.int, send, recv C.uintptr_t, counts, displs, sendCounts, sendDispls, recvCounts, recvDispls *C.size_t, dtype, op C.int, h, stream C.uintptr_t) (res C.purlinResult_t) {
 	defer recovered(&res)

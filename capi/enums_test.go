@@ -32,10 +32,10 @@ func headerEnums(t *testing.T) map[string]map[string]int64 {
 	return enums
 }
 
-// TestHeaderEnumsMatchGo: the C API's data types, reduction ops and result
-// codes hold the values of the Go constants capi passes them through as,
-// member for member (aliases such as purlinFloat included), none missing
-// on either side.
+// TestHeaderEnumsMatchGo: the C API's data types, reduction ops, result
+// codes and epilogue kinds hold the values of the Go constants capi passes
+// them through as, member for member (aliases such as purlinFloat
+// included), none missing on either side.
 func TestHeaderEnumsMatchGo(t *testing.T) {
 	enums := headerEnums(t)
 	mirrors := map[string]map[string]int64{
@@ -60,6 +60,10 @@ func TestHeaderEnumsMatchGo(t *testing.T) {
 			"purlinInvalidArgument": int64(errs.InvalidArgument), "purlinInvalidUsage": int64(errs.InvalidUsage),
 			"purlinRemoteError": int64(errs.RemoteError), "purlinInProgress": int64(errs.InProgress),
 			"purlinTimeout": int64(errs.Timeout), "purlinNumResults": int64(errs.Timeout) + 1,
+		},
+		"purlinEpilogueKind_t": {
+			"purlinEpilogueResidualAdd": int64(spec.EpilogueResidualAdd), "purlinEpilogueRMSNorm": int64(spec.EpilogueRMSNorm),
+			"purlinEpilogueQuantFP8": int64(spec.EpilogueQuantFP8), "purlinEpilogueRowScale": int64(spec.EpilogueRowScale),
 		},
 	}
 	for name, want := range mirrors {

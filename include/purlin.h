@@ -217,6 +217,51 @@ typedef struct {
 
 purlinResult_t purlinCollective(const purlinCollectiveDesc_t* desc, purlinComm_t comm, purlinStream_t stream);
 
+/* ---------- AllReduce epilogues (Purlin's own) ----------
+ * What a transformer layer runs after its tensor-parallel all-reduce, fused
+ * into the collective: the output is count/hidden rows of hidden elements,
+ * and each rank applies the epilogue to every row of its own result. The
+ * kinds combine (OR them); ResidualAdd or RMSNorm is required, RowScale
+ * needs QuantFP8:
+ *   z = T(reduced + residual), residual = z     (ResidualAdd; else z = reduced)
+ *   y = T(z * rsqrt(mean(z*z) + eps) * weight)   (RMSNorm; else y = z)
+ *   recvbuff = y; quant = e4m3(y / scale)       (QuantFP8)
+ * T(...) rounds to datatype, which is purlinFloat32, purlinFloat16 or
+ * purlinBfloat16; each step computes in float32 (the mean square
+ * accumulated in float32), as the unfused kernels do. The float8 e4m3
+ * output saturates at +-448. Its scale is the one float32 at scales (read),
+ * or with RowScale each row's largest |y| / 448 (1 for a row of zeros),
+ * written to scales[row]. Buffers: residual, count elements of datatype
+ * (read and written in place); weight, hidden elements of datatype; quant,
+ * count bytes; scales, float32 (one, or one per row). Each is given exactly
+ * when the kind uses it (else NULL), aligned to its element, and no buffer
+ * the call writes may overlap another of its buffers (sendbuff may equal
+ * recvbuff, as in purlinAllReduce). Any reduction op works. On the CUDA
+ * Atom they are device memory. */
+typedef enum {
+  purlinEpilogueResidualAdd = 1,
+  purlinEpilogueRMSNorm = 2,
+  purlinEpilogueQuantFP8 = 4,
+  purlinEpilogueRowScale = 8
+} purlinEpilogueKind_t;
+
+typedef struct {
+  int kind;                     /* purlinEpilogueKind_t bits; 0: none (every other field 0 too) */
+  size_t hidden;                /* elements of a row; count must be a multiple of it */
+  void* residual;               /* ResidualAdd */
+  const void* weight;           /* RMSNorm */
+  void* quant;                  /* QuantFP8 */
+  void* scales;                 /* QuantFP8: float32, read; with RowScale one per row, written */
+  float eps;                    /* RMSNorm's epsilon: finite, >= 0 */
+} purlinEpilogue_t;
+
+/* purlinAllReduce followed by *epilogue (NULL: a plain all-reduce). Like
+ * every collective it may be issued inside a group and captured in a CUDA
+ * graph. A bad epilogue (its kind, type, count, a buffer, an overlap) is
+ * refused with purlinInvalidArgument before anything runs, and
+ * purlinGetLastError says why; the communicator stays usable. */
+purlinResult_t purlinAllReduceEpilogue(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, const purlinEpilogue_t* epilogue, purlinComm_t comm, purlinStream_t stream);
+
 /* ---------- groups ---------- */
 purlinResult_t purlinGroupStart(void);
 purlinResult_t purlinGroupEnd(void);

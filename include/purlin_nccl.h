@@ -19,7 +19,8 @@
  * purlinHostStreamCreate, passed cast to cudaStream_t.
  *
  * Purlin's own extras (host streams, purlinCommSynchronize, the V
- * collectives, purlinCollective) come from purlin.h, included below.
+ * collectives, purlinCollective, purlinAllReduceEpilogue) come from
+ * purlin.h, included below.
  */
 #ifndef PURLIN_NCCL_H_
 #define PURLIN_NCCL_H_

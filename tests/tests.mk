@@ -10,7 +10,7 @@ C_DTYPES  := tests/c/dtypes.c cmd/purlin-perf/dtype.c
 C_COMMON  := $(addprefix tests/c/,harness.c reference.c coll.c coll_run.c clique.c procs.c) $(C_DTYPES)
 C_BADINPUT := $(addprefix tests/c/,badproc.c badlaunch.c)
 C_HEADERS := $(wildcard tests/c/*.h include/*.h)
-C_SUITES  := single multiproc badinput layouts
+C_SUITES  := single multiproc badinput layouts epilogue
 
 .PHONY: c-tests-build c-tests abi-test
 # tests/c/run.sh also runs build/purlin-perf (cmd/purlin-perf/perf.mk) on 8 ranks.

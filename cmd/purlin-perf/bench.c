@@ -6,6 +6,7 @@
  */
 #include "bench.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ enum { BUF_SEND, BUF_RECV, BUF_INPLACE, NUM_BUFS };
 typedef struct {
   void* buf[NUM_BUFS][PERF_MAX_RANKS];  /* send, recv, in place; NULL where unused */
   ncclWindow_t win[NUM_BUFS][PERF_MAX_RANKS];  /* -R 1: each buffer's window */
+  void* residual[PERF_MAX_RANKS];  /* an epilogue's residual and weight; NULL without one */
+  void* weight[PERF_MAX_RANKS];
   unsigned char* host;  /* staging for uploads and downloads */
   unsigned char* ref;   /* reference reduction, for reducing collectives */
 } buffers_t;
@@ -71,6 +74,10 @@ static void alloc_buffers(session_t* s, buffers_t* b, const shape_t* sh, const c
       must(backend_select_rank(r));
       must(!(b->buf[k][r] = backend_alloc(r, elems(sh, k, r) * t->size)));
     }
+    if (coll->epilogue) {
+      must(!(b->residual[r] = backend_alloc(r, sh->recv_elems[r] * t->size)));
+      must(!(b->weight[r] = backend_alloc(r, sh->hidden * t->size)));
+    }
     if (max_elems(sh, r) > host) host = max_elems(sh, r);
   }
   b->host = malloc(host * t->size + 8);
@@ -92,6 +99,10 @@ static void free_buffers(session_t* s, buffers_t* b) {
       if (s->opt.registered) NCCLCHECK(ncclMemFree(b->buf[k][r]), r);
       else backend_free(r, b->buf[k][r]);
     }
+  for (int r = s->first; r < s->first + s->count; r++) {
+    if (b->residual[r]) backend_free(r, b->residual[r]);
+    if (b->weight[r]) backend_free(r, b->weight[r]);
+  }
   free(b->host);
   free(b->ref);
 }
@@ -107,10 +118,17 @@ static void sync_all(session_t* s) {
   for (int r = s->first; r < s->first + s->count; r++) must(backend_sync(r, s->comm[r]));
 }
 
-/* stage_inputs writes every local rank's input (and sentinels over its output). */
+/* stage_inputs writes every local rank's input (and sentinels over its output; an
+ * epilogue's residual and weight). */
 static void stage_inputs(session_t* s, const valuegen_t* g, const shape_t* sh, buffers_t* b, const call_t* c) {
   const dtype_t* t = g->type;
   for (int r = s->first; r < s->first + s->count; r++) {
+    if (b->residual[r]) {
+      for (size_t j = 0; j < sh->recv_elems[r]; j++) store_float(t, b->host, j, residual_value(g, r, j));
+      must(backend_upload(r, b->residual[r], b->host, sh->recv_elems[r] * t->size));
+      for (size_t j = 0; j < sh->hidden; j++) store_float(t, b->host, j, weight_value(g, j));
+      must(backend_upload(r, b->weight[r], b->host, sh->hidden * t->size));
+    }
     if (c->inplace) {
       fill_sentinel(t, b->host, sh->inplace_elems[r]);
       fill_input(g, r, b->host + sh->send_off[r] * t->size, sh->send_elems[r]);
@@ -124,11 +142,54 @@ static void stage_inputs(session_t* s, const valuegen_t* g, const shape_t* sh, b
   }
 }
 
+/* count_wrong_epilogue checks an AllReduce epilogue (residual add and RMSNorm) on every
+ * local rank: the residual it left must be the reduction plus the initial residual, rounded
+ * once (as exact as the reduction: element_matches), and each output row RMSNorm of that
+ * residual row times the weight (epilogue_matches). */
+static long long count_wrong_epilogue(session_t* s, const coll_t* coll, const valuegen_t* g, const shape_t* sh,
+                                      buffers_t* b, const call_t* c) {
+  const dtype_t* t = g->type;
+  const size_t hidden = sh->hidden;
+  unsigned char* res = malloc(sh->count * t->size + 8);
+  must(!res);
+  long long wrong = 0;
+  for (int r = s->first; r < s->first + s->count; r++) {
+    must(backend_download(r, b->host, c->recv[r], sh->recv_elems[r] * t->size));
+    must(backend_download(r, res, b->residual[r], sh->recv_elems[r] * t->size));
+    for (size_t row = 0; row < sh->recv_elems[r] / hidden; row++) {
+      double ss = 0;
+      for (size_t j = 0; j < hidden; j++) {
+        size_t i = row * hidden + j;
+        unsigned char want[8];
+        store_float(t, want, 0, load_float(t, b->ref, i) + residual_value(g, r, i));
+        uint64_t got_bits = load_bits(t, res, i), want_bits = load_bits(t, want, 0);
+        if (!element_matches(g, got_bits, want_bits, 1) && wrong++ < 3)
+          fprintf(stderr, "# %s %s %s: rank %d residual %zu: got %#llx, want %#llx\n", coll->name, t->name,
+                  c->inplace ? "in-place" : "out-of-place", r, i, (unsigned long long)got_bits,
+                  (unsigned long long)want_bits);
+        double z = load_float(t, res, i);
+        ss += z * z;
+      }
+      double inv = 1 / sqrt(ss / (double)hidden + (double)EPILOGUE_EPS);
+      for (size_t j = 0; j < hidden; j++) {
+        size_t i = row * hidden + j;
+        double want = round_float(t, load_float(t, res, i) * inv * weight_value(g, j)), got = load_float(t, b->host, i);
+        if (!epilogue_matches(t, hidden, got, want) && wrong++ < 3)
+          fprintf(stderr, "# %s %s %s: rank %d element %zu: got %.9g, want %.9g (rmsnorm)\n", coll->name, t->name,
+                  c->inplace ? "in-place" : "out-of-place", r, i, got, want);
+      }
+    }
+  }
+  free(res);
+  return wrong;
+}
+
 /* count_wrong compares every local rank's output with its source. */
 static long long count_wrong(session_t* s, const coll_t* coll, const valuegen_t* g, const shape_t* sh,
                              buffers_t* b, const call_t* c) {
   const dtype_t* t = g->type;
   long long wrong = 0;
+  if (coll->epilogue) return count_wrong_epilogue(s, coll, g, sh, b, c);
   for (int r = s->first; r < s->first + s->count; r++) {
     must(backend_download(r, b->host, c->recv[r], sh->recv_elems[r] * t->size));
     for (size_t i = 0; i < sh->recv_elems[r]; i++) {
@@ -224,6 +285,8 @@ static void bench_size(session_t* s, const coll_t* coll, const dtype_t* t, int o
   for (int r = s->first; r < s->first + s->count; r++) {
     c.comm[r] = s->comm[r];
     c.stream[r] = backend_stream(r);
+    c.residual[r] = b.residual[r];
+    c.weight[r] = b.weight[r];
     c.op[r] = (ncclRedOp_t)(op < OP_MULSUM ? op : 0);
     if (coll->reduces && op == OP_MULSUM) {
       unsigned char scalar[8];

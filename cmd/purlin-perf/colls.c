@@ -40,7 +40,7 @@ static int allreduce_source(const shape_t* s, int r, size_t i, int* sr, size_t* 
   *si = i;
   return SRC_REDUCE;
 }
-static const coll_t allreduce = {"allreduce", 1, 0, 1, 0, factor_allreduce, allreduce_shape, allreduce_issue, allreduce_source};
+static const coll_t allreduce = {"allreduce", 1, 0, 1, 0, factor_allreduce, allreduce_shape, allreduce_issue, allreduce_source, 0};
 
 /* ---------- AllGather: rank r's count elements land at r*count; in place at recv + r*count ---------- */
 static int allgather_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -57,7 +57,7 @@ static int allgather_source(const shape_t* s, int r, size_t i, int* sr, size_t* 
   *si = i % s->count;
   return SRC_COPY;
 }
-static const coll_t allgather = {"allgather", 0, 0, 1, 0, factor_ring, allgather_shape, allgather_issue, allgather_source};
+static const coll_t allgather = {"allgather", 0, 0, 1, 0, factor_ring, allgather_shape, allgather_issue, allgather_source, 0};
 
 /* ---------- ReduceScatter: rank r gets slice r reduced; in place at send + r*count ---------- */
 static int reducescatter_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -73,7 +73,7 @@ static int reducescatter_source(const shape_t* s, int r, size_t i, int* sr, size
   *si = r * s->count + i;
   return SRC_REDUCE;
 }
-static const coll_t reducescatter = {"reducescatter", 1, 0, 1, 0, factor_ring, reducescatter_shape, reducescatter_issue, reducescatter_source};
+static const coll_t reducescatter = {"reducescatter", 1, 0, 1, 0, factor_ring, reducescatter_shape, reducescatter_issue, reducescatter_source, 0};
 
 /* ---------- AlltoAll: my slice p is rank p's slice addressed to me ---------- */
 static int alltoall_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -94,7 +94,7 @@ static int alltoall_source(const shape_t* s, int r, size_t i, int* sr, size_t* s
 #else
 #define ALLTOALL_INPLACE 0
 #endif
-static const coll_t alltoall = {"alltoall", 0, 0, ALLTOALL_INPLACE, 0, factor_ring, alltoall_shape, alltoall_issue, alltoall_source};
+static const coll_t alltoall = {"alltoall", 0, 0, ALLTOALL_INPLACE, 0, factor_ring, alltoall_shape, alltoall_issue, alltoall_source, 0};
 
 /* ---------- Broadcast: the root's count elements everywhere; in place through ncclBcast ---------- */
 static int broadcast_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -111,7 +111,7 @@ static int broadcast_source(const shape_t* s, int r, size_t i, int* sr, size_t* 
   *si = i;
   return SRC_COPY;
 }
-static const coll_t broadcast = {"broadcast", 0, 1, 1, 0, factor_one, broadcast_shape, broadcast_issue, broadcast_source};
+static const coll_t broadcast = {"broadcast", 0, 1, 1, 0, factor_one, broadcast_shape, broadcast_issue, broadcast_source, 0};
 
 /* ---------- Reduce: the reduction lands on the root only ---------- */
 static ncclResult_t reduce_issue(const call_t* c, int r) {
@@ -123,7 +123,7 @@ static int reduce_source(const shape_t* s, int r, size_t i, int* sr, size_t* si)
   *si = i;
   return r == s->root ? SRC_REDUCE : SRC_NONE;
 }
-static const coll_t reduce = {"reduce", 1, 1, 1, 0, factor_one, allreduce_shape, reduce_issue, reduce_source};
+static const coll_t reduce = {"reduce", 1, 1, 1, 0, factor_one, allreduce_shape, reduce_issue, reduce_source, 0};
 
 /* ---------- Gather: the root receives every rank's count elements, rank order ---------- */
 static ncclResult_t gather_issue(const call_t* c, int r) {
@@ -134,7 +134,7 @@ static int gather_source(const shape_t* s, int r, size_t i, int* sr, size_t* si)
   if (r != s->root) return SRC_NONE;
   return allgather_source(s, r, i, sr, si);
 }
-static const coll_t gather = {"gather", 0, 1, 1, 0, factor_ring, allgather_shape, gather_issue, gather_source};
+static const coll_t gather = {"gather", 0, 1, 1, 0, factor_ring, allgather_shape, gather_issue, gather_source, 0};
 
 /* ---------- Scatter: rank r receives slice r of the root's buffer ---------- */
 static ncclResult_t scatter_issue(const call_t* c, int r) {
@@ -146,7 +146,7 @@ static int scatter_source(const shape_t* s, int r, size_t i, int* sr, size_t* si
   *si = r * s->count + i;
   return SRC_COPY;
 }
-static const coll_t scatter = {"scatter", 0, 1, 1, 0, factor_ring, reducescatter_shape, scatter_issue, scatter_source};
+static const coll_t scatter = {"scatter", 0, 1, 1, 0, factor_ring, reducescatter_shape, scatter_issue, scatter_source, 0};
 
 /* ---------- SendRecv: a ring; each rank sends to r+1 and receives from r-1, in one group ---------- */
 static ncclResult_t sendrecv_issue(const call_t* c, int r) {
@@ -162,16 +162,17 @@ static int sendrecv_source(const shape_t* s, int r, size_t i, int* sr, size_t* s
   return SRC_COPY;
 }
 /* No in-place form: a rank's receive would overwrite what its own send still reads. */
-static const coll_t sendrecv = {"sendrecv", 0, 0, 0, 0, factor_one, allreduce_shape, sendrecv_issue, sendrecv_source};
+static const coll_t sendrecv = {"sendrecv", 0, 0, 0, 0, factor_one, allreduce_shape, sendrecv_issue, sendrecv_source, 0};
 
 extern const coll_t allgatherv, reducescatterv, alltoallv;  /* colls_v.c */
 extern const coll_t allgathercolumns, reducescattercolumns, alltoallmatrix; /* colls_layouts.c */
+extern const coll_t allreduce_rmsnorm; /* colls_epilogue.c */
 
 const coll_t* const colls[] = {
     &allreduce, &allgather, &reducescatter, &alltoall, &broadcast, &reduce, &gather, &scatter, &sendrecv,
 #ifdef PERF_PURLIN
     &allgatherv, &reducescatterv, &alltoallv, &allgathercolumns, &reducescattercolumns,
-    &alltoallmatrix,
+    &alltoallmatrix, &allreduce_rmsnorm,
 #endif
 };
 const int num_colls = sizeof(colls) / sizeof(colls[0]);

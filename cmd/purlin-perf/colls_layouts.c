@@ -64,7 +64,7 @@ static int allgathercolumns_source(const shape_t* s, int r, size_t i, int* sr, s
   return SRC_COPY;
 }
 const coll_t allgathercolumns = {"allgathercolumns", 0, 0, 0, 1, factor_ring, allgathercolumns_shape,
-                                 allgathercolumns_issue, allgathercolumns_source};
+                                 allgathercolumns_issue, allgathercolumns_source, 0};
 
 /* ---------- reduce-scatter out of column blocks ---------- */
 static int reducescattercolumns_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -79,7 +79,7 @@ static int reducescattercolumns_source(const shape_t* s, int r, size_t i, int* s
   return SRC_REDUCE;
 }
 const coll_t reducescattercolumns = {"reducescattercolumns", 1, 0, 0, 1, factor_ring, reducescattercolumns_shape,
-                                     reducescattercolumns_issue, reducescattercolumns_source};
+                                     reducescattercolumns_issue, reducescattercolumns_source, 0};
 
 /* ---------- all-to-all by a matrix: shape_t's sendcounts[p][q] is the matrix, rdispls[q][p] its offsets ---------- */
 static int alltoallmatrix_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -128,6 +128,6 @@ static int alltoallmatrix_source(const shape_t* s, int r, size_t i, int* sr, siz
   return SRC_NONE;
 }
 const coll_t alltoallmatrix = {"alltoallmatrix", 0, 0, 0, 1, factor_ring, alltoallmatrix_shape,
-                               alltoallmatrix_issue, alltoallmatrix_source};
+                               alltoallmatrix_issue, alltoallmatrix_source, 0};
 
 #endif /* PERF_PURLIN */

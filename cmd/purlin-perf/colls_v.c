@@ -87,7 +87,7 @@ static int allgatherv_source(const shape_t* s, int r, size_t i, int* sr, size_t*
   *si = i - s->displs[p];
   return SRC_COPY;
 }
-const coll_t allgatherv = {"allgatherv", 0, 0, 1, 1, factor_ring, allgatherv_shape, allgatherv_issue, allgatherv_source};
+const coll_t allgatherv = {"allgatherv", 0, 0, 1, 1, factor_ring, allgatherv_shape, allgatherv_issue, allgatherv_source, 0};
 
 /* ---------- ReduceScatterV ---------- */
 static int reducescatterv_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -103,7 +103,7 @@ static int reducescatterv_source(const shape_t* s, int r, size_t i, int* sr, siz
   *si = s->displs[r] + i;
   return SRC_REDUCE;
 }
-const coll_t reducescatterv = {"reducescatterv", 1, 0, 1, 1, factor_ring, reducescatterv_shape, reducescatterv_issue, reducescatterv_source};
+const coll_t reducescatterv = {"reducescatterv", 1, 0, 1, 1, factor_ring, reducescatterv_shape, reducescatterv_issue, reducescatterv_source, 0};
 
 /* ---------- AlltoAllV: rank s sends sendcounts[s][p] elements to p ---------- */
 static int alltoallv_shape(shape_t* s, size_t bytes, const dtype_t* t, int n, int root) {
@@ -146,6 +146,6 @@ static int alltoallv_source(const shape_t* s, int r, size_t i, int* sr, size_t* 
   return SRC_COPY;
 }
 /* No in-place form: Purlin's AlltoAllV takes disjoint buffers. */
-const coll_t alltoallv = {"alltoallv", 0, 0, 0, 1, factor_ring, alltoallv_shape, alltoallv_issue, alltoallv_source};
+const coll_t alltoallv = {"alltoallv", 0, 0, 0, 1, factor_ring, alltoallv_shape, alltoallv_issue, alltoallv_source, 0};
 
 #endif /* PERF_PURLIN */

@@ -5,7 +5,8 @@
  *
  *   purlin-perf <collective|all> [-b minbytes] [-e maxbytes] [-f factor]
  *               [-g nranks] [-d dtype|all] [-o op|all] [-r root] [-n iters]
- *               [-w warmup] [-c 0|1] [-G graph-iters] [-m 0|1]
+ *               [-w warmup] [-c 0|1] [-G graph-iters] [-m 0|1] [-R 0|1] [-u 0|1]
+ *               [-H hidden]
  *
  * One process drives all -g ranks from one thread (NCCL's -g N pattern), or
  * with -m 1 forks one process per rank (multiproc.c). Exit status: 0 when
@@ -24,10 +25,11 @@ static void usage(void) {
   fprintf(stderr,
           "usage: purlin-perf <collective|all> [-b minbytes] [-e maxbytes] [-f factor] [-g nranks]\n"
           "                   [-d dtype|all] [-o op|all] [-r root] [-n iters] [-w warmup] [-c 0|1]\n"
-          "                   [-G graph-iters] [-m 0|1] [-R 0|1] [-u 0|1]\n"
+          "                   [-G graph-iters] [-m 0|1] [-R 0|1] [-u 0|1] [-H hidden]\n"
           "  sizes take K, M, G suffixes (binary units); -m 1 runs one process per rank;\n"
           "  -R 1 takes buffers from ncclMemAlloc, each registered as a symmetric window;\n"
-          "  -u 0 splits the V collectives evenly (default 1: uneven, seeded)\n"
+          "  -u 0 splits the V collectives evenly (default 1: uneven, seeded);\n"
+          "  -H: the row length, in elements, of allreduce_rmsnorm (default 4096)\n"
           "  collectives:");
   for (int i = 0; i < num_colls; i++) fprintf(stderr, " %s", colls[i]->name);
   fprintf(stderr, "\n  types:");
@@ -64,7 +66,7 @@ static void parse(int argc, char** argv, options_t* o, const char** which) {
   *which = argv[1];
   optind = 2;
   int c;
-  while ((c = getopt(argc, argv, "b:e:f:g:d:o:r:n:w:c:G:m:R:u:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:f:g:d:o:r:n:w:c:G:m:R:u:H:h")) != -1) {
     switch (c) {
       case 'b': o->min_bytes = parse_size(optarg); break;
       case 'e': o->max_bytes = parse_size(optarg); break;
@@ -86,6 +88,7 @@ static void parse(int argc, char** argv, options_t* o, const char** which) {
       case 'm': o->multiproc = parse_int(optarg, 0); break;
       case 'R': o->registered = parse_int(optarg, 0); break;
       case 'u': perf_uneven = parse_int(optarg, 0); break;
+      case 'H': perf_hidden = (size_t)parse_int(optarg, 1); break;
       default: usage();
     }
   }
@@ -131,6 +134,11 @@ static int run(session_t* s, const char* which) {
     for (int ti = 0; ti < num_dtypes; ti++) {
       const dtype_t* t = &dtypes[ti];
       if (s->opt.type && s->opt.type != t) continue;
+      if (coll->epilogue && !epilogue_type(t)) {
+        if (s->printer && s->opt.type == t)
+          printf("# %s %s: skipped, epilogues run on float, half and bfloat16 only\n", coll->name, t->name);
+        continue;
+      }
       for (int op = 0; op < OP_NONE; op++) {
         if (coll->reduces && s->opt.op >= 0 && op != s->opt.op) continue;
         if (coll->reduces && !op_defined(t, op, s->opt.nranks)) {

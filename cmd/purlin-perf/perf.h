@@ -31,6 +31,8 @@ typedef struct {
   /* AllToAllV: [r][p] is rank r's view of peer p. */
   size_t sendcounts[PERF_MAX_RANKS][PERF_MAX_RANKS], sdispls[PERF_MAX_RANKS][PERF_MAX_RANKS];
   size_t recvcounts[PERF_MAX_RANKS][PERF_MAX_RANKS], rdispls[PERF_MAX_RANKS][PERF_MAX_RANKS];
+  /* An AllReduce epilogue (coll_t.epilogue): the output is count/hidden rows of hidden elements. */
+  size_t hidden;
 } shape_t;
 
 /* One iteration's arguments for every rank this process drives. */
@@ -42,6 +44,8 @@ typedef struct {
   cudaStream_t stream[PERF_MAX_RANKS];
   void* send[PERF_MAX_RANKS];
   void* recv[PERF_MAX_RANKS];
+  void* residual[PERF_MAX_RANKS];  /* an epilogue's: count elements, read and written */
+  void* weight[PERF_MAX_RANKS];    /* an epilogue's: hidden elements */
   int inplace;
 } call_t;
 
@@ -57,15 +61,18 @@ typedef struct coll {
   int reduces;      /* takes a reduction op */
   int rooted;       /* takes a root */
   int has_inplace;  /* NCCL defines an in-place form */
-  int purlin_only;  /* a Purlin V collective: needs PERF_PURLIN */
+  int purlin_only;  /* a collective of Purlin's own (V, layouts, epilogues): needs PERF_PURLIN */
   /* busbw = algbw * factor(n) (nccl-tests' definitions). */
   double (*busbw_factor)(int n);
   /* shape fills s for a benchmark size; returns 0 if the size holds no element. */
   int (*shape)(shape_t* s, size_t bytes, const dtype_t* t, int n, int root);
   /* issue enqueues rank r's part of one iteration (the caller holds a group open). */
   ncclResult_t (*issue)(const call_t* c, int r);
-  /* source says where rank r's output element i comes from. */
+  /* source says where rank r's output element i comes from (an epilogue's: the reduction it starts from). */
   int (*source)(const shape_t* s, int r, size_t i, int* src_rank, size_t* src_index);
+  /* Purlin's AllReduce epilogues (purlinEpilogueKind_t bits, 0: none): each rank adds its residual
+   * (updated in place) and applies RMSNorm to each row, on the types epilogue_type accepts. */
+  int epilogue;
 } coll_t;
 
 extern const coll_t* const colls[];
@@ -77,5 +84,10 @@ const coll_t* coll_by_name(const char* name);
  * (-u 0: the V collectives then compare with their even forms). */
 void split_uneven(size_t total, int n, uint64_t seed, size_t* parts);
 extern int perf_uneven;
+
+/* -H: the row length of the epilogue collectives (default 4096); epilogue_type says whether
+ * they run on t (float, half and bfloat16). */
+extern size_t perf_hidden;
+int epilogue_type(const dtype_t* t);
 
 #endif

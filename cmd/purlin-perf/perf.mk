@@ -13,7 +13,8 @@
 #                      make perf-cuda PERF_LINK=nccl NCCL_INC=... NCCL_LIB=...  (real nccl.h, -lnccl)
 #                    The nccl build runs on Purlin too: LD_PRELOAD=build/libpurlin.so.
 PERF_DIR    := cmd/purlin-perf
-PERF_COMMON := $(addprefix $(PERF_DIR)/,main.c bench.c colls.c colls_v.c colls_layouts.c values.c dtype.c multiproc.c)
+PERF_COMMON := $(addprefix $(PERF_DIR)/,main.c bench.c colls.c colls_v.c colls_layouts.c colls_epilogue.c values.c \
+                 dtype.c multiproc.c)
 PERF_HDRS   := $(wildcard $(PERF_DIR)/*.h) include/purlin.h include/purlin_nccl.h
 PERF_CFLAGS ?= -O2 -g -Wall -Wextra -std=gnu11
 PERF        := $(BUILD)/purlin-perf

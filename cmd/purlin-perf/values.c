@@ -131,3 +131,13 @@ int element_matches(const valuegen_t* g, uint64_t got, uint64_t want, int reduce
   double mag = fabs(y) > g->term_max ? fabs(y) : g->term_max;
   return fabs(x - y) <= t->tolerance * mag;
 }
+
+int epilogue_matches(const dtype_t* t, size_t hidden, double got, double want) {
+  if (isnan(got) || isnan(want)) return 0;
+  int bias = (1 << (t->ebits - 1)) - 1;
+  double tiny = ldexp(1, 1 - bias - t->mbits); /* the smallest subnormal */
+  double ulp = want == 0 ? tiny : ldexp(1, ilogb(want) - t->mbits);
+  if (ulp < tiny) ulp = tiny;
+  double slack = ((double)hidden / 2 + 8) * ldexp(1, -24) * fabs(want);
+  return fabs(got - want) <= ulp + slack;
+}

@@ -73,4 +73,24 @@ void reference_reduce(const valuegen_t* g, void* out, size_t count);
  * bits): bit for bit for copies and exact reductions, else within tolerance. */
 int element_matches(const valuegen_t* g, uint64_t got, uint64_t want, int reduced);
 
+/* AllReduce epilogues (coll_t.epilogue): rank r's residual element j and the
+ * weight's element j (the same on every rank) come from the value table too,
+ * and RMSNorm's epsilon is EPILOGUE_EPS. */
+#define EPILOGUE_EPS 1e-5f
+static inline double residual_value(const valuegen_t* g, int r, size_t j) {
+  return g->value[value_index(g, PERF_MAX_RANKS + 1 + r, j)];
+}
+static inline double weight_value(const valuegen_t* g, size_t j) {
+  return g->value[value_index(g, 2 * PERF_MAX_RANKS + 1, j)];
+}
+
+/* epilogue_matches compares an output element after RMSNorm over rows of
+ * hidden elements with its double reference want (computed from the
+ * residual the call left, rounded once): within 1 unit in the last place of
+ * the type, plus the error of the float32 arithmetic the epilogue is
+ * specified in (the mean square accumulated in float32 in any order, then
+ * the division, eps, square root, reciprocal and two products), which only
+ * float outputs can show: (hidden / 2 + 8) * 2^-24 * |want|. */
+int epilogue_matches(const dtype_t* t, size_t hidden, double got, double want);
+
 #endif

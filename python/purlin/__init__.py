@@ -5,6 +5,7 @@
     with purlin.Communicator(world_size, rank, uid) as comm:   # device=None: host (CPU)
         comm.all_reduce(x)                      # in place, SUM
         comm.all_gather(x, out)
+        y = comm.all_reduce_rmsnorm(x, residual, weight, 1e-6)  # + residual add, RMSNorm: fused
         with purlin.group():                    # launched together
             comm.send(a, peer=1)
             comm.recv(b, peer=1)
@@ -17,6 +18,7 @@ from ._library import load as _load
 from ._library import library_path
 from .communicator import Communicator
 from .dtypes import DataType
+from .epilogues import EpilogueKind
 from .errors import (
     Aborted,
     InProgress,
@@ -62,9 +64,9 @@ MIN = ReduceOp.MIN
 AVG = ReduceOp.AVG
 
 __all__ = [
-    "Aborted", "AVG", "Communicator", "DataType", "HostStream", "InProgress", "InternalError",
-    "InvalidArgument", "InvalidUsage", "LibraryNotFound", "MAX", "MIN", "PROD", "PreMulSum",
-    "PurlinError", "ReduceOp", "RemoteError", "SUM", "SystemCallError", "Timeout",
+    "Aborted", "AVG", "Communicator", "DataType", "EpilogueKind", "HostStream", "InProgress",
+    "InternalError", "InvalidArgument", "InvalidUsage", "LibraryNotFound", "MAX", "MIN", "PROD",
+    "PreMulSum", "PurlinError", "ReduceOp", "RemoteError", "SUM", "SystemCallError", "Timeout",
     "UNIQUE_ID_BYTES", "UnhandledCudaError", "UniqueId", "group", "library_path", "load_library",
     "premul_sum", "version",
 ]

@@ -13,7 +13,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
-from ctypes import POINTER, c_char, c_char_p, c_int, c_size_t, c_void_p
+from ctypes import POINTER, c_char, c_char_p, c_float, c_int, c_size_t, c_void_p
 from typing import List, Optional, Tuple
 
 from .errors import LibraryNotFound, make_error
@@ -45,6 +45,13 @@ class CollectiveDescStruct(ctypes.Structure):
                 ("counts", _SizePtr), ("displs", _SizePtr), ("sendcounts", _SizePtr), ("sdispls", _SizePtr),
                 ("recvcounts", _SizePtr), ("rdispls", _SizePtr),
                 ("datatype", c_int), ("op", c_int), ("root", c_int), ("rows", c_size_t)]
+
+
+class EpilogueStruct(ctypes.Structure):
+    """purlinEpilogue_t: what an AllReduce does to each row of its result (purlinAllReduceEpilogue)."""
+
+    _fields_ = [("kind", c_int), ("hidden", c_size_t), ("residual", c_void_p), ("weight", c_void_p),
+                ("quant", c_void_p), ("scales", c_void_p), ("eps", c_float)]
 
 
 _Comm = c_void_p
@@ -88,6 +95,8 @@ _PROTOTYPES = {
         c_int, [c_void_p, _SizeArray, _SizeArray, c_void_p, _SizeArray, _SizeArray, c_int, _Comm,
                 _Stream]),
     "purlinCollective": (c_int, [POINTER(CollectiveDescStruct), _Comm, _Stream]),
+    "purlinAllReduceEpilogue": (
+        c_int, [c_void_p, c_void_p, c_size_t, c_int, c_int, POINTER(EpilogueStruct), _Comm, _Stream]),
     "purlinGroupStart": (c_int, []),
     "purlinGroupEnd": (c_int, []),
 }

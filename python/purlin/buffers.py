@@ -9,6 +9,7 @@ here, before any C call, and fails with InvalidArgument.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -84,6 +85,16 @@ def describe(array: Any, name: str, writable: bool = False) -> Buffer:
         return _cupy(array, name)
     raise invalid_argument(
         f"purlin: {name} must be a numpy.ndarray, torch.Tensor or cupy.ndarray, not {type(array).__name__}")
+
+
+def empty_like(buf: Buffer) -> Any:
+    """A new uninitialised array like buf's: same kind, shape, dtype and device (numpy, torch
+    or cupy.empty_like; that module is loaded already, buf's array being one of its)."""
+    module = sys.modules[_module_root(buf.array)]
+    if buf.kind == KIND_CUPY:
+        with buf.array.device:
+            return module.empty_like(buf.array)
+    return module.empty_like(buf.array)
 
 
 def same_dtype(a: Buffer, b: Buffer, call: str) -> None:

@@ -3,7 +3,8 @@
 Lifecycle and the machinery every collective shares live here: argument
 checks common to all calls, choosing the stream, launching, and turning a
 failed result code into the PurlinError carrying the library's words. The
-collectives themselves are in collectives.py and vcollectives.py.
+collectives themselves are in collectives.py, vcollectives.py, layouts.py and
+epilogues.py.
 
 Completion. Calls on device arrays never block the host: they are queued on
 the stream (by default the current torch/CuPy stream), exactly like NCCL,
@@ -25,6 +26,7 @@ from ._cuda import current_device
 from .buffers import Buffer, describe
 from .collectives import Collectives
 from .dtypes import DataType, scalar_bytes
+from .epilogues import EpilogueCollectives
 from .errors import INVALID_USAGE, InvalidUsage, invalid_argument
 from .group import after_group, in_group
 from .ops import Op, PreMulSum, normalize
@@ -60,7 +62,7 @@ def _prefer_atom(name: str) -> None:
         os.environ["PURLIN_ATOM"] = name
 
 
-class Communicator(Collectives, VCollectives, LayoutCollectives):
+class Communicator(Collectives, VCollectives, LayoutCollectives, EpilogueCollectives):
     """One rank of a communicator over world_size ranks.
 
     Args:

@@ -44,11 +44,16 @@ run_suite single 320
 run_suite multiproc 320 PURLIN_STAGE_BYTES=262144
 run_suite badinput 300 PURLIN_TIMEOUT=3
 run_suite layouts 240
+run_suite epilogue 240
 # 8 ranks (snac.MaxRanks, a full NVLink server) through purlin-perf: every
 # collective and dtype at small sizes; every op on the smallest; and, with a
-# 64 KiB staging half, sizes that take the chunked and ring regimes.
+# 64 KiB staging half, sizes that take the chunked and ring regimes (there the
+# AllReduce epilogue's rows are of 1000 elements: SNAC splits its transfers in
+# whole rows, and 8 ranks' segments of 4096 bfloat16 do not fit 64 KiB).
 run_perf perf-g8-dtypes -- all -g 8 -b 8 -e 64K -f 8 -n 1 -w 0 -d all -r 7
 run_perf perf-g8-ops -- all -g 8 -b 8 -e 2K -f 256 -n 1 -w 0 -d all -o all -r 5
-run_perf perf-g8-ring PURLIN_STAGE_BYTES=65536 -- all -g 8 -b 8 -e 1M -f 16 -n 1 -w 0 -d bfloat16 -o avg -r 3
+run_perf perf-g8-ring PURLIN_STAGE_BYTES=65536 -- all -g 8 -b 8 -e 1M -f 16 -n 1 -w 0 -d bfloat16 -o avg -r 3 -H 1000
+# The AllReduce epilogue (allreduce_rmsnorm) on rows of 24 elements: every type it takes and every op.
+run_perf perf-g8-epilogue -- allreduce_rmsnorm -g 8 -b 64 -e 64K -f 8 -n 1 -w 0 -d all -o all -H 24
 echo "c: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
