@@ -10,7 +10,7 @@ cudart="$(ls "$cuda_home"/lib64/libcudart.so "$cuda_home"/targets/x86_64-linux/l
 nccl_dir="$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)"
 nccl_inc="$nccl_dir/include" nccl_lib="$nccl_dir/lib"
 if [[ ! -f "$nccl_inc/nccl.h" ]]; then nccl_inc=/usr/include nccl_lib=/usr/lib/x86_64-linux-gnu; fi
-perf_src=(main bench colls colls_v colls_layouts values dtype multiproc backend_cuda)
+perf_src=(main bench colls colls_v colls_layouts colls_epilogue values dtype multiproc backend_cuda)
 perf_src=("${perf_src[@]/#/$root/cmd/purlin-perf/}"); perf_src=("${perf_src[@]/%/.c}")
 cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
 (
