@@ -30,35 +30,42 @@ type EpilogueRows struct {
 
 // Run applies the epilogue to out (whole rows) and the matching rows of
 // residual and quant; scales is this tensor's scale or these rows' scales.
+// Rows are decoded to float32 and stored back whole (rounding to the type
+// is a store and a load).
 func (e EpilogueRows) Run(out, residual, weight, quant, scales []byte) {
 	size := e.Type.Size()
 	rowBytes := e.Hidden * size
-	z := make([]float32, e.Hidden)
+	z, r, w := make([]float32, e.Hidden), make([]float32, e.Hidden), make([]float32, e.Hidden)
+	if e.Kind&spec.EpilogueRMSNorm != 0 {
+		e.decode(weight, w)
+	}
 	for row := 0; row*rowBytes < len(out); row++ {
 		o := out[row*rowBytes : (row+1)*rowBytes]
-		var ss float32
-		for i := range z {
-			v := e.get(o, i)
-			if e.Kind&spec.EpilogueResidualAdd != 0 {
-				res := residual[row*rowBytes : (row+1)*rowBytes]
-				v = e.round(v + e.get(res, i))
-				e.set(res, i, v)
+		e.decode(o, z)
+		if e.Kind&spec.EpilogueResidualAdd != 0 {
+			res := residual[row*rowBytes : (row+1)*rowBytes]
+			e.decode(res, r)
+			for i := range z {
+				z[i] += r[i]
 			}
-			z[i] = v
-			ss += v * v
+			e.encode(z, res)
+			e.decode(res, z)
 		}
 		if e.Kind&spec.EpilogueRMSNorm != 0 {
+			var ss float32
+			for _, v := range z {
+				ss += v * v
+			}
 			inv := 1 / float32(math.Sqrt(float64(ss/float32(e.Hidden)+e.Eps))) // 1.0f / sqrtf(...)
 			for i := range z {
-				z[i] = e.round(z[i] * inv * e.get(weight, i))
+				z[i] = z[i] * inv * w[i]
 			}
 		}
-		for i := range z {
-			e.set(o, i, z[i])
-		}
+		e.encode(z, o)
 		if e.Kind&spec.EpilogueQuantFP8 == 0 {
 			continue
 		}
+		e.decode(o, z)
 		scale := math.Float32frombits(le.Uint32(scales))
 		if e.Kind&spec.EpilogueRowScale != 0 {
 			var amax float32
@@ -78,34 +85,38 @@ func (e EpilogueRows) Run(out, residual, weight, quant, scales []byte) {
 	}
 }
 
-func (e EpilogueRows) get(b []byte, i int) float32 {
+// decode reads len(dst) elements of the type from b as float32.
+func (e EpilogueRows) decode(b []byte, dst []float32) {
 	switch e.Type {
 	case spec.Float16:
-		return Float16ToFloat32(le.Uint16(b[2*i:]))
+		for i := range dst {
+			dst[i] = Float16ToFloat32(le.Uint16(b[2*i:]))
+		}
 	case spec.Bfloat16:
-		return Bfloat16ToFloat32(le.Uint16(b[2*i:]))
-	}
-	return math.Float32frombits(le.Uint32(b[4*i:]))
-}
-
-func (e EpilogueRows) set(b []byte, i int, v float32) {
-	switch e.Type {
-	case spec.Float16:
-		le.PutUint16(b[2*i:], Float16FromFloat32(v))
-	case spec.Bfloat16:
-		le.PutUint16(b[2*i:], Bfloat16FromFloat32(v))
+		for i := range dst {
+			dst[i] = Bfloat16ToFloat32(le.Uint16(b[2*i:]))
+		}
 	default:
-		le.PutUint32(b[4*i:], math.Float32bits(v))
+		for i := range dst {
+			dst[i] = math.Float32frombits(le.Uint32(b[4*i:]))
+		}
 	}
 }
 
-// round is v as the type holds it.
-func (e EpilogueRows) round(v float32) float32 {
+// encode stores src into b as the type, each value rounded once.
+func (e EpilogueRows) encode(src []float32, b []byte) {
 	switch e.Type {
 	case spec.Float16:
-		return Float16ToFloat32(Float16FromFloat32(v))
+		for i, v := range src {
+			le.PutUint16(b[2*i:], Float16FromFloat32(v))
+		}
 	case spec.Bfloat16:
-		return Bfloat16ToFloat32(Bfloat16FromFloat32(v))
+		for i, v := range src {
+			le.PutUint16(b[2*i:], Bfloat16FromFloat32(v))
+		}
+	default:
+		for i, v := range src {
+			le.PutUint32(b[4*i:], math.Float32bits(v))
+		}
 	}
-	return v
 }
