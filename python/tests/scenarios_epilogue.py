@@ -270,3 +270,42 @@ def _read_only(array):
     array = array.copy()
     array.flags.writeable = False
     return array
+
+
+def rmsnorm_torch_gpu(comm, dtype, seed):
+    """all_reduce_rmsnorm on CUDA torch tensors, at sizes of one-shot packets and of the staged
+    two-shot form, eagerly and replayed from a CUDA graph (the residual changes on every replay:
+    the graph's second replay adds the reduced rows to what the first left)."""
+    import torch
+
+    device = f"cuda:{comm.device}"
+    kind = K.RESIDUAL_ADD | K.RMSNORM | K.QUANT_FP8 | K.ROW_SCALE
+    tdtype = getattr(torch, dtype)
+    for rows, hidden in ((1, 4096), (3, 1000), (64, 4096), (300, 8192)):
+        send, residual, weight = inputs(seed, comm.rank, rows, hidden)
+        x = torch.tensor(send, dtype=tdtype, device=device)
+        res = torch.tensor(residual, dtype=tdtype, device=device)
+        w = torch.tensor(weight, dtype=tdtype, device=device)
+        quant = torch.zeros((rows, hidden), dtype=torch.float8_e4m3fn, device=device)
+        scales = torch.zeros(rows, dtype=torch.float32, device=device)
+        out = comm.all_reduce_rmsnorm(x, res, w, EPS, quant_out=quant, scales=scales, row_scale=True)
+        torch.cuda.synchronize(device)
+        z, y = expected(comm, seed, rows, hidden, dtype, kind)
+        what = f"cuda {dtype} {rows}x{hidden}"
+        assert_close(out.double().cpu().numpy(), y, dtype, what + " out")
+        assert_exact(res.double().cpu().numpy(), z, what + " residual")
+        check_quant(out.float().cpu().numpy(), quant.view(torch.uint8).cpu().numpy(), scales.cpu().numpy(), kind,
+                    what + " fp8")
+        # In a graph: reset the residual, replay twice; the residual after is z + reduced.
+        res.copy_(torch.tensor(residual, dtype=tdtype, device=device))
+        stream = torch.cuda.Stream(device)
+        with torch.cuda.stream(stream):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                comm.all_reduce_rmsnorm(x, res, w, EPS, out=out)
+        res.copy_(torch.tensor(residual, dtype=tdtype, device=device))
+        graph.replay()
+        graph.replay()
+        torch.cuda.synchronize(device)
+        reduced = rounded(np.sum([inputs(seed, r, rows, hidden)[0] for r in range(comm.world_size)], axis=0), dtype)
+        assert_exact(res.double().cpu().numpy(), rounded(z + reduced, dtype), what + " residual after two replays")

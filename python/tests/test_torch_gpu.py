@@ -46,6 +46,11 @@ def test_explicit_stream(gpu_cluster):
     gpu_cluster.run("scenarios_torch.explicit_stream", 5)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_all_reduce_rmsnorm(gpu_cluster, dtype):
+    gpu_cluster.run("scenarios_epilogue.rmsnorm_torch_gpu", dtype, 6)
+
+
 def test_bad_inputs(gpu_cluster):
     for messages in gpu_cluster.run("scenarios_torch.bad_inputs"):
         assert "host memory" in messages["cpu_tensor"] and "cuda:" in messages["cpu_tensor"]
