@@ -29,7 +29,7 @@ constexpr int kMaxBuffers = 16;
 
 /** Flag kinds, as snac.FlagSlot lays out slots (snac.FlagReady ...). */
 enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kNumFlagKinds = 5 };
-enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4 };
+enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4, kEpilogue = 5 };
 enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
 
 /** A byte address: base(space, rank) + off + (epoch & 1) * half. With pitch
@@ -55,7 +55,7 @@ struct Step {
   uint64_t check;
   uint64_t bytes;
   Ref dst;
-  Ref src[kMaxSrc];
+  Ref src[kMaxSrc];  // an Epilogue's src[0] in the device image: off its first row, half its rows (atom/cuda)
   uint32_t row;  // bytes of a row of the strided Refs (0: none is)
   uint32_t col;  // where in its row the step's first byte lies
 };
@@ -79,7 +79,7 @@ struct Peers {
 struct Launch {
   uint64_t steps;      // const Step*: the Plan's steps, in device memory
   uint64_t workers;    // const Worker*: one per thread block
-  uint64_t fill;       // const uint16_t*: per worker, the workers of its channel in the Plan
+  uint64_t fill;       // const uint16_t*: per worker, the workers of its channel in the Plan (then its epilogues: run.cu)
   uint64_t epochs;     // uint64_t[kNumEpochs + 1]: this rank's epochs, then its broken word (run.cu)
   uint64_t abortFlag;  // host-mapped uint32_t: the abort word (flags.cuh, kAbortAll)
   uint64_t status;     // host-mapped uint64_t: the first failure (see status.cuh)
@@ -93,6 +93,12 @@ struct Launch {
   Peers peers;
   uint64_t send[kMaxBuffers];
   uint64_t recv[kMaxBuffers];
+  // An AllReduce epilogue's buffers beside each call's output (atom.Buffers;
+  // 0 where unused), which its Epilogue steps address (epilogue.cuh).
+  uint64_t residual[kMaxBuffers];
+  uint64_t weight[kMaxBuffers];
+  uint64_t quant[kMaxBuffers];
+  uint64_t scales[kMaxBuffers];
 };
 
 /* ---------- layout, checked here and by atom/cuda/layout_test.go ---------- */
@@ -128,7 +134,7 @@ PURLIN_OFFSET(Worker, first, First, 4);
 PURLIN_OFFSET(Worker, count, Count, 8);
 
 PURLIN_SIZE(Peers, 192);
-PURLIN_SIZE(Launch, 536);
+PURLIN_SIZE(Launch, 1048);
 PURLIN_OFFSET(Launch, steps, Steps, 0);
 PURLIN_OFFSET(Launch, workers, Workers, 8);
 PURLIN_OFFSET(Launch, fill, Fill, 16);
@@ -145,5 +151,9 @@ PURLIN_OFFSET(Launch, rank, Rank, 84);
 PURLIN_OFFSET(Launch, peers, Peers, 88);
 PURLIN_OFFSET(Launch, send, Send, 280);
 PURLIN_OFFSET(Launch, recv, Recv, 408);
+PURLIN_OFFSET(Launch, residual, Residual, 536);
+PURLIN_OFFSET(Launch, weight, Weight, 664);
+PURLIN_OFFSET(Launch, quant, Quant, 792);
+PURLIN_OFFSET(Launch, scales, Scales, 920);
 
 }  // namespace purlin

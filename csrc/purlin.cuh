@@ -15,7 +15,11 @@
  *   numeric.cuh  the 12 data types: storage, accumulation type, conversions
  *   reduce.cuh   the 6 ops as a Reducer, and reduceWords over packed words
  *   copy.cuh     block-wide copyPlain, reducePlain, movePackets
- *   run.cu       the kernel: decode steps (resolve Refs), run them, advance epochs
+ *   epilogue.cuh an AllReduce's epilogue on whole rows of its output (residual add,
+ *                RMSNorm, FP8), the Epilogue steps purlin_epilogue (run.cu) runs after
+ *                purlin_run, with the same Launch
+ *   run.cu       the kernel: decode steps (resolve Refs), run them, advance epochs;
+ *                and purlin_epilogue
  *
  * Memory ordering, across GPUs at system scope: a Notify that publishes data
  * fences before its store when the block wrote since its last fence, a Wait
@@ -34,3 +38,4 @@
 #include "numeric.cuh"
 #include "reduce.cuh"
 #include "copy.cuh"
+#include "epilogue.cuh"

@@ -30,6 +30,15 @@
  * epoch that did not advance, they would notify peers with the flags of a
  * call the peers are still in and the check words of another (a mismatch on
  * a healthy peer).
+ *
+ * purlin_epilogue, launched right after purlin_run on the same stream for a
+ * Plan that has Epilogue steps, runs them (an AllReduce's epilogue on rows
+ * of its output, epilogue.cuh): atom/cuda places each worker's Epilogue
+ * steps after its other steps in the image, outside its count, so
+ * purlin_run never meets one. Later is as good as where snac put them, as
+ * no step touches a row after its epilogue; and purlin_run stays as it is:
+ * an epilogue wants every register, and any call of it from purlin_run,
+ * even after the step loop, makes the compiler spill the loop's state.
  */
 #include "purlin.cuh"
 
@@ -319,6 +328,22 @@ __device__ __forceinline__ void loadBatch(Step* batch, const uint64_t* steps, ui
   for (uint32_t k = threadIdx.x; k < n * kWords; k += kThreads) ((uint64_t*)batch)[k] = __ldg(src + k);
 }
 
+/** runEpilogues runs the worker's n Epilogue steps, which follow its other
+ * steps in the image (atom/cuda planBytes), in a Plan of type DT: a
+ * function for each type, so that each has every register. A step the
+ * kernel cannot run fails the block as a bad Ref does. */
+template <int DT>
+__device__ __noinline__ void runEpilogues(const Launch& L, uint32_t n) {
+  const Worker w = ((const Worker*)L.workers)[blockIdx.x];
+  const Step* steps = (const Step*)L.steps + w.first;
+  for (uint32_t k = w.count; k < w.count + n; k++) {
+    if (!epilogue<DT>(L, steps[k])) {  // in every thread alike
+      if (threadIdx.x == 0) report(L.status, statusWord(kStatusBadRef, blockIdx.x, k, 0));
+      return stop((volatile uint64_t*)L.epochs + kNumEpochs);
+    }
+  }
+}
+
 }  // namespace purlin
 
 using namespace purlin;
@@ -417,4 +442,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   if (threadIdx.x == 0) epochs[slot] = advanced;
   if (threadIdx.x >= used && threadIdx.x < kMaxWorkers)
     epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
+}
+
+/** purlin_epilogue runs the Epilogue steps of the Plan that purlin_run ran
+ * just before it on the stream, with the same Launch: block b those of
+ * worker b, whose number follows fill in the image (a uint32 per worker,
+ * 4-byte aligned). It does nothing on a broken rank: the call failed, and
+ * the residual it would update is the caller's. */
+extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const __grid_constant__ Launch L) {
+  const uint32_t* counts = (const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull);
+  const uint32_t n = counts[blockIdx.x];
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+  // purlin_run before it has ended, and its writes are visible.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  if (n == 0 || *((volatile uint64_t*)L.epochs + kNumEpochs) != 0) return;
+  switch (L.dtype) {  // a Plan with epilogues is of one of these types (atom/cuda checks)
+    case kFloat32: return runEpilogues<kFloat32>(L, n);
+    case kFloat16: return runEpilogues<kFloat16>(L, n);
+    case kBfloat16: return runEpilogues<kBfloat16>(L, n);
+  }
 }

@@ -14,8 +14,10 @@
 // abort flag and the status word in host-mapped pinned memory.
 //
 // Launch enqueues one kernel on the caller's stream (grid = Plan workers,
-// 512 threads each) and returns: no synchronisation, no allocation and one
-// cgo call on the hot path, legal under CUDA graph capture. A launch on
+// 512 threads each; a Plan with Epilogue steps, an AllReduce's epilogue,
+// adds a second that runs them after it) and returns: no synchronisation,
+// no allocation and one cgo call a kernel on the hot path, legal under CUDA
+// graph capture. A launch on
 // another stream than the rank's previous one first makes that stream wait
 // for the previous one (an event; see launchOrder), so a rank's kernels
 // run in launch order as atom.Rank requires. Plans are uploaded once, the
@@ -25,7 +27,9 @@
 // turns into errs.ErrTimeout, errs.ErrAborted or errs.ErrMismatch; Abort
 // raises the abort flag every kernel wait polls. Results are bit-identical
 // to atom/host: same source order, fp32 accumulation for 16- and 8-bit
-// floats, one rounding.
+// floats, one rounding; but for an epilogue's RMSNorm, whose row sum of
+// squares adds in another order (1 unit in the last place at most,
+// csrc/epilogue.cuh).
 //
 // # Build
 //

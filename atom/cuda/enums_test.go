@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -38,9 +39,10 @@ func cEnums(t *testing.T, files ...string) map[string]map[string]int64 {
 
 // TestEnumsMatchKernels: the enums the kernels switch on hold the values of
 // the Go constants they mirror, member for member, none missing on either
-// side (a new data type, op, verb, space or status is added to both).
+// side (a new data type, op, verb, space, epilogue kind or status is added
+// to both).
 func TestEnumsMatchKernels(t *testing.T) {
-	enums := cEnums(t, "numeric.cuh", "reduce.cuh", "plan.cuh", "status.cuh")
+	enums := cEnums(t, "numeric.cuh", "reduce.cuh", "plan.cuh", "status.cuh", "epilogue.cuh")
 	mirrors := map[string]map[string]int64{
 		"DType": {
 			"kInt8": int64(spec.Int8), "kUint8": int64(spec.Uint8), "kInt32": int64(spec.Int32), "kUint32": int64(spec.Uint32),
@@ -53,11 +55,15 @@ func TestEnumsMatchKernels(t *testing.T) {
 		},
 		"Verb": {
 			"kCopy": int64(snac.Copy), "kReduce": int64(snac.Reduce), "kNotify": int64(snac.Notify), "kWait": int64(snac.Wait),
-			"kAdvance": int64(snac.Advance),
+			"kAdvance": int64(snac.Advance), "kEpilogue": int64(snac.Epilogue),
 		},
 		"Space": {
 			"kSpaceSend": int64(snac.SpaceSend), "kSpaceRecv": int64(snac.SpaceRecv), "kSpaceStage": int64(snac.SpaceStage),
 			"kSpacePacket": int64(snac.SpacePacket),
+		},
+		"EpilogueKind": {
+			"kEpilogueResidualAdd": int64(spec.EpilogueResidualAdd), "kEpilogueRMSNorm": int64(spec.EpilogueRMSNorm),
+			"kEpilogueQuantFP8": int64(spec.EpilogueQuantFP8), "kEpilogueRowScale": int64(spec.EpilogueRowScale),
 		},
 		"StatusCode": {
 			"kStatusOK": statusOK, "kStatusTimeout": statusTimeout, "kStatusAborted": statusAborted,
@@ -68,5 +74,8 @@ func TestEnumsMatchKernels(t *testing.T) {
 		require.Equal(t, want, enums[name], "csrc enum %s against its Go constants", name)
 	}
 	require.Len(t, mirrors["DType"], int(spec.NumTypes), "every data type")
+	src, err := os.ReadFile("../../csrc/epilogue.cuh")
+	require.NoError(t, err)
+	require.Contains(t, string(src), fmt.Sprintf("constexpr float kFP8Max = %d.0f;", spec.FP8Max), "spec.FP8Max")
 	require.Len(t, mirrors["OpKind"], int(spec.PreMulSum)+1, "every op")
 }

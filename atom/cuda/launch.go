@@ -39,6 +39,8 @@ type launchArgs struct {
 	Peers     peers
 	Send      [MaxBuffers]uint64
 	Recv      [MaxBuffers]uint64
+	// An AllReduce epilogue's buffers beside each output (atom.Buffers).
+	Residual, Weight, Quant, Scales [MaxBuffers]uint64
 }
 
 // pdlUsable reports whether the current context's launches may be

@@ -11,33 +11,44 @@ import (
 // process's life: ranks of several communicators on one device share it.
 var modules struct {
 	sync.Mutex
-	byContext map[cuContext]cuFunction // guarded by the mutex
+	byContext map[cuContext]kernels // guarded by the mutex
 }
 
-// kernelFunction returns purlin_run in ctx, loading the module on first use.
-// ctx must be current on the calling thread.
-func kernelFunction(ctx cuContext) (cuFunction, error) {
+// kernels are the module's two kernels (csrc/run.cu): purlin_run runs a
+// Plan, purlin_epilogue its Epilogue steps after it.
+type kernels struct {
+	run, epilogue cuFunction
+}
+
+// kernelFunctions returns the kernels in ctx, loading the module on first
+// use. ctx must be current on the calling thread.
+func kernelFunctions(ctx cuContext) (kernels, error) {
 	if len(kernelImage) == 0 {
-		return 0, errs.New(errs.ErrUnsupported, "cuda: built without CUDA kernels (build with `make lib-cuda`, tag cudakernels)")
+		return kernels{}, errs.New(errs.ErrUnsupported, "cuda: built without CUDA kernels (build with `make lib-cuda`, tag cudakernels)")
 	}
 	modules.Lock()
 	defer modules.Unlock()
-	if fn, ok := modules.byContext[ctx]; ok {
-		return fn, nil
+	if k, ok := modules.byContext[ctx]; ok {
+		return k, nil
 	}
 	var mod cuModule
 	if r := driver.ModuleLoadData(&mod, unsafe.Pointer(&kernelImage[0])); r != cuSuccess {
-		return 0, cuErr(r, "cuModuleLoadData", "purlin kernels")
+		return kernels{}, cuErr(r, "cuModuleLoadData", "purlin kernels")
 	}
-	var fn cuFunction
-	if r := driver.ModuleGetFunction(&fn, mod, "purlin_run"); r != cuSuccess {
-		return 0, cuErr(r, "cuModuleGetFunction", "purlin_run")
+	var k kernels
+	for _, f := range []struct {
+		fn   *cuFunction
+		name string
+	}{{&k.run, "purlin_run"}, {&k.epilogue, "purlin_epilogue"}} {
+		if r := driver.ModuleGetFunction(f.fn, mod, f.name); r != cuSuccess {
+			return kernels{}, cuErr(r, "cuModuleGetFunction", f.name)
+		}
 	}
 	if modules.byContext == nil {
-		modules.byContext = map[cuContext]cuFunction{}
+		modules.byContext = map[cuContext]kernels{}
 	}
-	modules.byContext[ctx] = fn
-	return fn, nil
+	modules.byContext[ctx] = k
+	return k, nil
 }
 
 // Available returns nil when the CUDA driver loads, a device exists and the

@@ -87,14 +87,13 @@ func (r *Rank) Follow(stream, after uintptr) error {
 }
 
 // launchInOrder enqueues the rank's kernel with grid workers on stream,
-// after the rank's previous kernel (see launchOrder).
-func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs) error {
+// after the rank's previous kernel (see launchOrder), and with epilogue the
+// kernel that runs the Plan's Epilogue steps right after it, on the same
+// stream with the same arguments: to the order, one launch.
+func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epilogue bool) error {
 	o := &r.order
 	if o.sameStream(stream) {
-		if res := launchKernel(r.ctx, r.fn, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
-			return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
-		}
-		return nil
+		return r.launchKernels(grid, stream, args, epilogue)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -104,11 +103,26 @@ func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs) err
 				return err
 			}
 		}
-		if res := launchKernel(r.ctx, r.fn, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
-			return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
+		if err := r.launchKernels(grid, stream, args, epilogue); err != nil {
+			return err
 		}
 		return o.launched(stream)
 	})
+}
+
+// launchKernels enqueues purlin_run, and with epilogue purlin_epilogue
+// after it, on stream.
+func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epilogue bool) error {
+	if res := launchKernel(r.ctx, r.fn.run, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
+	}
+	if !epilogue {
+		return nil
+	}
+	if res := launchKernel(r.ctx, r.fn.epilogue, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank, " epilogue")
+	}
+	return nil
 }
 
 // sameStream reports whether stream is the rank's previous launch's, which

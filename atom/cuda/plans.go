@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -9,17 +10,26 @@ import (
 
 	"purlin/errs"
 	"purlin/snac"
+	"purlin/spec"
 )
 
 // devicePlan is a Plan in memory the kernel reads:
 //
-//	[steps (snac.Step, byte-identical to csrc's Step) | workers | fill (uint16 per worker)]
+//	[steps (snac.Step, byte-identical to csrc's Step) | workers | fill (uint16 per worker)
+//	 | epilogues (uint32 per worker, 4-byte aligned; only in a Plan with Epilogue steps)]
 //
 // fill[w] is the number of workers of w's channel in the Plan: the worker
 // of index 0 advances the channel's unused epoch slots from there on.
+// epilogues[w] is the number of w's Epilogue steps, which lie after its
+// other steps, outside its Count: purlin_run never meets one, and
+// purlin_epilogue runs them after it (csrc/run.cu; see epilogueTails).
 type devicePlan struct {
 	steps, workers, fill uint64
 	nworkers             uint32
+	// epilogue holds, for each buffer index, the kinds of the Plan's
+	// Epilogue steps there (none: no purlin_epilogue to launch), which
+	// Launch checks the buffers of.
+	epilogue [MaxBuffers]spec.EpilogueKind
 }
 
 // planBytes encodes plan's device image, checking what the kernel relies on.
@@ -39,8 +49,13 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 		perChannel[w.Channel]++
 	}
 	for i, s := range p.Steps {
-		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Advance {
+		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Epilogue {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d: bad verb %d or %d sources", i, s.Verb, s.NSrc)
+		}
+		if s.Verb == snac.Epilogue {
+			if err := epilogueValid(p, i, &s); err != nil {
+				return nil, err
+			}
 		}
 		if (s.Verb == snac.Copy || s.Verb == snac.Reduce) && !s.RowsValid() { // csrc/run.cu runRows trusts them
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d: strided Refs out of shape (row %d, col %d)", i, s.Row, s.Col)
@@ -49,26 +64,108 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d notifies rank %d of %d", i, s.Peer, p.NRanks)
 		}
 	}
+	steps, tails, err := epilogueTails(p)
+	if err != nil {
+		return nil, err
+	}
+	workers := p.Workers
+	if tails != nil {
+		workers = append([]snac.Worker(nil), p.Workers...)
+		for i := range workers {
+			workers[i].Count -= tails[i]
+		}
+	}
 	const stepSize, workerSize = int(unsafe.Sizeof(snac.Step{})), int(unsafe.Sizeof(snac.Worker{}))
-	b := make([]byte, 0, ns*stepSize+nw*workerSize+2*nw)
+	b := make([]byte, 0, ns*stepSize+nw*workerSize+2*nw+3+4*nw)
 	if ns > 0 {
-		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&p.Steps[0])), ns*stepSize)...)
+		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&steps[0])), ns*stepSize)...)
 	}
 	if nw > 0 {
-		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&p.Workers[0])), nw*workerSize)...)
+		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&workers[0])), nw*workerSize)...)
 	}
-	for _, w := range p.Workers {
-		n := perChannel[w.Channel]
-		b = append(b, byte(n), byte(n>>8))
+	for _, w := range workers {
+		b = binary.LittleEndian.AppendUint16(b, perChannel[w.Channel])
 	}
-	for _, w := range p.Workers {
-		for k, run := range signalRuns(p.Steps[w.First : w.First+w.Count]) {
+	if tails != nil { // where csrc/run.cu purlin_epilogue looks: after fill, 4-byte aligned
+		b = append(b, make([]byte, -len(b)&3)...)
+		for _, n := range tails {
+			b = binary.LittleEndian.AppendUint32(b, n)
+		}
+	}
+	for _, w := range workers {
+		for k, run := range signalRuns(steps[w.First : w.First+w.Count]) {
 			if run > 0 {
 				b[(int(w.First)+k)*stepSize+int(unsafe.Offsetof(snac.Step{}.NSrc))] = run
 			}
 		}
 	}
 	return b, nil
+}
+
+// epilogueValid checks Epilogue step i against what the kernel runs
+// (csrc/epilogue.cuh): whole rows of a float32, float16 or bfloat16 output
+// in one of the Launch's buffers, of a kind it knows.
+func epilogueValid(p *snac.Plan, i int, s *snac.Step) error {
+	k, row := spec.EpilogueKind(s.Peer), uint64(s.Slot)*uint64(p.Type.Size())
+	switch {
+	case p.Type != spec.Float32 && p.Type != spec.Float16 && p.Type != spec.Bfloat16:
+		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue on %s", i, p.Type)
+	case k&(spec.EpilogueResidualAdd|spec.EpilogueRMSNorm) == 0 || k >= spec.EpilogueRowScale<<1 ||
+		k&spec.EpilogueRowScale != 0 && k&spec.EpilogueQuantFP8 == 0:
+		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue of kind %s", i, k)
+	case s.Dst.Space != snac.SpaceRecv || s.Dst.Pitch != 0 || s.Dst.Half != 0 || int(s.Dst.Rank) >= MaxBuffers:
+		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue on space %d buffer %d, not an output", i, s.Dst.Space, s.Dst.Rank)
+	case row == 0 || s.Bytes%row != 0 || s.Dst.Off%row != 0:
+		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue of %d bytes at %d, not rows of %d elements", i, s.Bytes, s.Dst.Off, s.Slot)
+	}
+	return nil
+}
+
+// epilogueTails returns p's steps with each worker's Epilogue steps moved,
+// in order, after its other steps, and how many each worker has (p's own
+// steps and nil when it has none). purlin_epilogue runs them after
+// purlin_run has run the others: no step touches a row after its epilogue
+// (snac places it after the last one that does), so later is as good, and
+// purlin_run never meets one (an epilogue wants every register, and a call
+// of it from purlin_run makes the compiler spill the run loop's state).
+// Each gets its first row and its number of rows in its Src[0] (Off and
+// Half), so that the kernel divides nothing (csrc/epilogue.cuh).
+func epilogueTails(p *snac.Plan) ([]snac.Step, []uint32, error) {
+	has := false
+	for i := range p.Steps {
+		has = has || p.Steps[i].Verb == snac.Epilogue
+	}
+	if !has {
+		return p.Steps, nil, nil
+	}
+	steps := append([]snac.Step(nil), p.Steps...)
+	tails := make([]uint32, len(p.Workers))
+	var moved [][2]uint32 // the step ranges reordered
+	for i, w := range p.Workers {
+		var rest, tail []snac.Step
+		for _, s := range p.Steps[w.First : w.First+w.Count] {
+			if s.Verb != snac.Epilogue {
+				rest = append(rest, s)
+				continue
+			}
+			row := uint64(s.Slot) * uint64(p.Type.Size())
+			s.Src[0].Off, s.Src[0].Half = s.Dst.Off/row, s.Bytes/row
+			tail = append(tail, s)
+		}
+		if len(tail) == 0 {
+			continue
+		}
+		r := [2]uint32{w.First, w.First + w.Count}
+		for _, m := range moved {
+			if r[0] < m[1] && m[0] < r[1] && r != m { // a range shared whole is reordered alike
+				return nil, nil, errs.New(errs.ErrInternal, "cuda plan: worker %d's steps [%d,%d) with epilogues overlap [%d,%d)", i, r[0], r[1], m[0], m[1])
+			}
+		}
+		moved = append(moved, r)
+		tails[i] = uint32(len(tail))
+		copy(steps[w.First:], append(rest, tail...))
+	}
+	return steps, tails, nil
 }
 
 // maxRun is the most steps one signal run holds: the lanes of a warp.
@@ -105,6 +202,11 @@ func signalRuns(steps []snac.Step) []uint8 {
 }
 
 func (d *devicePlan) place(base uint64, p *snac.Plan) {
+	for i := range p.Steps {
+		if s := &p.Steps[i]; s.Verb == snac.Epilogue {
+			d.epilogue[s.Dst.Rank] |= spec.EpilogueKind(s.Peer) // planBytes checked the index
+		}
+	}
 	d.steps = base
 	d.workers = base + uint64(len(p.Steps))*uint64(unsafe.Sizeof(snac.Step{}))
 	d.fill = d.workers + uint64(len(p.Workers))*uint64(unsafe.Sizeof(snac.Worker{}))

@@ -9,6 +9,7 @@ import (
 
 	"purlin/atom"
 	"purlin/snac"
+	"purlin/spec"
 )
 
 func TestPlanBytes(t *testing.T) {
@@ -108,5 +109,93 @@ func TestSignalRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, signalRuns(tc.steps))
 		})
+	}
+}
+
+// TestPlanBytesEpilogue: an AllReduce with an epilogue at every regime of
+// the CUDA Atom's topology, on every rank of 1, 2 and 4. In the image each
+// worker's Epilogue steps follow its other steps, in order and outside its
+// Count, their number after fill (4-byte aligned), each with its first row
+// and its number of rows; the other steps keep their order; and place
+// notes which buffers they use.
+func TestPlanBytesEpilogue(t *testing.T) {
+	const stepSize, workerSize = int(unsafe.Sizeof(snac.Step{})), int(unsafe.Sizeof(snac.Worker{}))
+	le := binary.LittleEndian
+	kind := spec.EpilogueResidualAdd | spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale
+	for _, n := range []int{1, 2, 4} {
+		for _, rows := range []uint64{1, 7, 300, 3000, 30000} {
+			for r := range n {
+				const hidden = 1000
+				e := spec.Epilogue{Kind: kind, Hidden: hidden, Residual: 3 << 40, Weight: 4 << 40, Quant: 5 << 40, Scales: 6 << 40}
+				c := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: hidden * rows,
+					Rank: r, NRanks: n, Send: 1 << 40, Recv: 2 << 40, Epilogue: e}
+				require.NoError(t, c.Validate())
+				p, err := snac.Build(c, Topology(n, r))
+				require.NoError(t, err, "%s", c)
+				b, err := planBytes(p)
+				require.NoError(t, err, "%s", c)
+				nw, ns := len(p.Workers), len(p.Steps)
+				fill := ns*stepSize + nw*workerSize
+				counts := (fill + 2*nw + 3) &^ 3
+				require.Len(t, b, counts+4*nw, "%s", c)
+				covered := uint64(0)
+				for w, wk := range p.Workers {
+					var rest, tail []snac.Step
+					for _, s := range p.WorkerSteps(w) {
+						if s.Verb == snac.Epilogue {
+							s.Src[0].Off, s.Src[0].Half = s.Dst.Off/(2*hidden), s.Bytes/(2*hidden)
+							tail = append(tail, s)
+							covered += s.Src[0].Half
+						} else {
+							rest = append(rest, s)
+						}
+					}
+					require.Equal(t, uint32(len(rest)), le.Uint32(b[ns*stepSize+w*workerSize+8:]), "worker %d Count, %s", w, c)
+					require.Equal(t, uint32(len(tail)), le.Uint32(b[counts+4*w:]), "worker %d epilogues, %s", w, c)
+					for k, s := range append(rest, tail...) {
+						got := *(*snac.Step)(unsafe.Pointer(&b[(int(wk.First)+k)*stepSize]))
+						if s.Verb == snac.Notify || s.Verb == snac.Wait {
+							got.NSrc = s.NSrc // the signal run
+						}
+						require.Equal(t, s, got, "worker %d step %d, %s", w, k, c)
+					}
+				}
+				require.Equal(t, rows, covered, "every row once, %s", c)
+				var d devicePlan
+				d.place(1000, p)
+				require.Equal(t, kind, d.epilogue[0])
+				require.Zero(t, d.epilogue[1])
+				require.NoError(t, epilogueBuffers(&d, []atom.Buffers{{Send: 1, Recv: 2, Residual: 3, Weight: 4, Quant: 5, Scales: 6}}, r))
+				require.ErrorContains(t, epilogueBuffers(&d, []atom.Buffers{{Send: 1, Recv: 2, Residual: 3, Weight: 4, Quant: 5}}, r), "scales")
+				require.ErrorContains(t, epilogueBuffers(&d, nil, r), "output")
+			}
+		}
+	}
+}
+
+func TestPlanBytesRejectsBadEpilogues(t *testing.T) {
+	good := snac.Step{Verb: snac.Epilogue, Peer: uint8(spec.EpilogueRMSNorm), Slot: 8, Bytes: 32, Dst: snac.Ref{Space: snac.SpaceRecv, Off: 16}}
+	plan := func(typ spec.DataType, edit func(*snac.Step)) *snac.Plan {
+		s := good
+		edit(&s)
+		return &snac.Plan{Type: typ, Workers: []snac.Worker{{Count: 1}}, Steps: []snac.Step{s}, NRanks: 1}
+	}
+	_, err := planBytes(plan(spec.Float16, func(*snac.Step) {}))
+	require.NoError(t, err)
+	for name, p := range map[string]*snac.Plan{
+		"float64":         plan(spec.Float64, func(*snac.Step) {}),
+		"no kind":         plan(spec.Float16, func(s *snac.Step) { s.Peer = 0 }),
+		"quant alone":     plan(spec.Float16, func(s *snac.Step) { s.Peer = uint8(spec.EpilogueQuantFP8) }),
+		"row scale alone": plan(spec.Float16, func(s *snac.Step) { s.Peer |= uint8(spec.EpilogueRowScale) }),
+		"unknown kind":    plan(spec.Float16, func(s *snac.Step) { s.Peer |= 16 }),
+		"not an output":   plan(spec.Float16, func(s *snac.Step) { s.Dst.Space = snac.SpaceStage }),
+		"buffer":          plan(spec.Float16, func(s *snac.Step) { s.Dst.Rank = MaxBuffers }),
+		"strided":         plan(spec.Float16, func(s *snac.Step) { s.Dst.Pitch = 64 }),
+		"half row":        plan(spec.Float16, func(s *snac.Step) { s.Bytes = 24 }),
+		"off a row":       plan(spec.Float16, func(s *snac.Step) { s.Dst.Off = 8 }),
+		"no row":          plan(spec.Float16, func(s *snac.Step) { s.Slot = 0 }),
+	} {
+		_, err := planBytes(p)
+		require.Error(t, err, name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"purlin/config"
 	"purlin/errs"
 	"purlin/snac"
+	"purlin/spec"
 )
 
 // Rank is one rank's GPU datapath: its symmetric memory, epochs, abort flag
@@ -19,7 +20,7 @@ type Rank struct {
 	topo   snac.Topology
 	device int
 	ctx    cuContext
-	fn     cuFunction
+	fn     kernels
 	pdl    bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
 	order  launchOrder // the rank's launches across streams
 	layout layout
@@ -75,7 +76,7 @@ func NewRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (*Rank, er
 
 func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	var err error
-	if r.fn, err = kernelFunction(r.ctx); err != nil {
+	if r.fn, err = kernelFunctions(r.ctx); err != nil {
 		return err
 	}
 	if r.pdl, err = pdlUsable(); err != nil {
@@ -141,8 +142,45 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	args.Scalar, args.ScalarPtr = plan.Op.Scalar, uint64(plan.Op.ScalarPtr)
 	for i, b := range bufs {
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
+		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
 	}
-	return r.launchInOrder(d.nworkers, cuStream(stream), &args)
+	epilogue := d.epilogue != [MaxBuffers]spec.EpilogueKind{}
+	if epilogue {
+		if err := epilogueBuffers(d, bufs, r.topo.Rank); err != nil {
+			return err
+		}
+	}
+	return r.launchInOrder(d.nworkers, cuStream(stream), &args, epilogue)
+}
+
+// epilogueBuffers checks that bufs holds every buffer d's Epilogue steps
+// use (csrc/epilogue.cuh would fail the launch, and the rank, without one).
+func epilogueBuffers(d *devicePlan, bufs []atom.Buffers, rank int) error {
+	for i, k := range d.epilogue {
+		if k == 0 {
+			continue
+		}
+		var b atom.Buffers
+		if i < len(bufs) {
+			b = bufs[i]
+		}
+		for _, need := range []struct {
+			p    uintptr
+			used bool
+			name string
+		}{
+			{b.Recv, true, "output"},
+			{b.Residual, k&spec.EpilogueResidualAdd != 0, "residual"},
+			{b.Weight, k&spec.EpilogueRMSNorm != 0, "weight"},
+			{b.Quant, k&spec.EpilogueQuantFP8 != 0, "quant"},
+			{b.Scales, k&spec.EpilogueQuantFP8 != 0, "scales"},
+		} {
+			if need.used && need.p == 0 {
+				return errs.New(errs.ErrInternal, "cuda Launch rank %d: epilogue %s of buffer %d: the %s buffer is null", rank, k, i, need.name)
+			}
+		}
+	}
+	return nil
 }
 
 // AsyncError returns the first failure a kernel of this rank reported; a
