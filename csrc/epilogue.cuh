@@ -201,7 +201,10 @@ __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint3
   float* const scales = (float*)r.scales;
   const Quotient byTensor(tensorQuant ? *scales : 1.0f);
   const uint32_t lane = threadIdx.x & (g - 1), shift = 31 - __clz(g);
-  for (uint64_t row = threadIdx.x >> shift; row < rows; row += kThreads >> shift) {
+  // The worker's rows are spread over its gridDim.y blocks (atom/cuda's
+  // epilogueSplit), a group of g threads a row.
+  const uint64_t groups = kThreads >> shift;
+  for (uint64_t row = blockIdx.y * groups + (threadIdx.x >> shift); row < rows; row += gridDim.y * groups) {
     T* const o = (T*)(r.out + row * rowBytes);
     T* const res = (T*)(r.residual + row * rowBytes);
     const T* const w = (const T*)r.weight;

@@ -38,7 +38,7 @@ enum { launchAttributeProgrammaticStreamSerialization = 6 };
 // caller's context is left as it was.
 static int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t launch,
                          uintptr_t launchEx, uintptr_t ctxAddr, uintptr_t fn, unsigned grid,
-                         unsigned block, uintptr_t stream, void *arg) {
+                         unsigned gridY, unsigned block, uintptr_t stream, void *arg) {
 	void *ctx = (void *)ctxAddr;
 	void *cur = 0;
 	int r = ((ctxGetCurrentFn)getCurrent)(&cur);
@@ -51,10 +51,10 @@ static int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, ui
 		// anything that kernel writes).
 		launchAttribute attr = {.id = launchAttributeProgrammaticStreamSerialization};
 		attr.value.allowed = 1;
-		launchConfig cfg = {grid, 1, 1, block, 1, 1, 0, (void *)stream, &attr, 1};
+		launchConfig cfg = {grid, gridY, 1, block, 1, 1, 0, (void *)stream, &attr, 1};
 		r = ((launchKernelExFn)launchEx)(&cfg, (void *)fn, params, 0);
 	} else {
-		r = ((launchKernelFn)launch)((void *)fn, grid, 1, 1, block, 1, 1, 0, (void *)stream, params, 0);
+		r = ((launchKernelFn)launch)((void *)fn, grid, gridY, 1, block, 1, 1, 0, (void *)stream, params, 0);
 	}
 	if (cur != ctx) {
 		void *popped;
@@ -100,14 +100,14 @@ func loadHot(lib uintptr) error {
 	return nil
 }
 
-// launchKernel enqueues fn(args) on stream in ctx with grid blocks; with
-// pdl, as a programmatic dependent launch.
-func launchKernel(ctx cuContext, fn cuFunction, grid, block uint32, stream cuStream, args *launchArgs, pdl bool) cuResult {
+// launchKernel enqueues fn(args) on stream in ctx with grid x gridY blocks;
+// with pdl, as a programmatic dependent launch.
+func launchKernel(ctx cuContext, fn cuFunction, grid, gridY, block uint32, stream cuStream, args *launchArgs, pdl bool) cuResult {
 	ex := uintptr(0)
 	if pdl {
 		ex = hot.launchKernelEx
 	}
 	return cuResult(C.purlin_launch(C.uintptr_t(hot.ctxGetCurrent), C.uintptr_t(hot.ctxPush),
 		C.uintptr_t(hot.ctxPop), C.uintptr_t(hot.launchKernel), C.uintptr_t(ex), C.uintptr_t(ctx),
-		C.uintptr_t(fn), C.uint(grid), C.uint(block), C.uintptr_t(stream), unsafe.Pointer(args)))
+		C.uintptr_t(fn), C.uint(grid), C.uint(gridY), C.uint(block), C.uintptr_t(stream), unsafe.Pointer(args)))
 }

@@ -87,10 +87,11 @@ func (r *Rank) Follow(stream, after uintptr) error {
 }
 
 // launchInOrder enqueues the rank's kernel with grid workers on stream,
-// after the rank's previous kernel (see launchOrder), and with epilogue the
-// kernel that runs the Plan's Epilogue steps right after it, on the same
-// stream with the same arguments: to the order, one launch.
-func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epilogue bool) error {
+// after the rank's previous kernel (see launchOrder), and with an epilogue
+// split (not 0) the kernel that runs the Plan's Epilogue steps right after
+// it, on the same stream with the same arguments, split blocks a worker: to
+// the order, one launch.
+func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epilogue uint32) error {
 	o := &r.order
 	if o.sameStream(stream) {
 		return r.launchKernels(grid, stream, args, epilogue)
@@ -110,16 +111,16 @@ func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epi
 	})
 }
 
-// launchKernels enqueues purlin_run, and with epilogue purlin_epilogue
-// after it, on stream.
-func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epilogue bool) error {
-	if res := launchKernel(r.ctx, r.fn.run, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+// launchKernels enqueues purlin_run, and with an epilogue split
+// purlin_epilogue after it (grid x epilogue blocks), on stream.
+func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epilogue uint32) error {
+	if res := launchKernel(r.ctx, r.fn.run, grid, 1, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
 	}
-	if !epilogue {
+	if epilogue == 0 {
 		return nil
 	}
-	if res := launchKernel(r.ctx, r.fn.epilogue, grid, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank, " epilogue")
 	}
 	return nil

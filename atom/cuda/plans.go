@@ -30,7 +30,15 @@ type devicePlan struct {
 	// Epilogue steps there (none: no purlin_epilogue to launch), which
 	// Launch checks the buffers of.
 	epilogue [MaxBuffers]spec.EpilogueKind
+	// epilogueSplit is purlin_epilogue's blocks per worker (its grid's y):
+	// a worker's rows are spread over that many blocks, so that a large
+	// epilogue has about epilogueBlocks blocks whatever the Plan's workers.
+	epilogueSplit uint32
 }
+
+// epilogueBlocks is about how many blocks a large epilogue runs on: two
+// waves of an H200's 132 SMs, a block (a warp a row) per 16 rows at least.
+const epilogueBlocks = 264
 
 // planBytes encodes plan's device image, checking what the kernel relies on.
 func planBytes(p *snac.Plan) ([]byte, error) {
@@ -202,11 +210,18 @@ func signalRuns(steps []snac.Step) []uint8 {
 }
 
 func (d *devicePlan) place(base uint64, p *snac.Plan) {
-	for i := range p.Steps {
-		if s := &p.Steps[i]; s.Verb == snac.Epilogue {
-			d.epilogue[s.Dst.Rank] |= spec.EpilogueKind(s.Peer) // planBytes checked the index
+	var most uint64 // the rows of the worker with the most
+	for w := range p.Workers {
+		var rows uint64
+		for _, s := range p.WorkerSteps(w) {
+			if s.Verb == snac.Epilogue {
+				d.epilogue[s.Dst.Rank] |= spec.EpilogueKind(s.Peer) // planBytes checked the index
+				rows += s.Bytes / (uint64(s.Slot) * uint64(p.Type.Size()))
+			}
 		}
+		most = max(most, rows)
 	}
+	d.epilogueSplit = uint32(max(1, min((most+15)/16, uint64(epilogueBlocks/max(1, len(p.Workers))))))
 	d.steps = base
 	d.workers = base + uint64(len(p.Steps))*uint64(unsafe.Sizeof(snac.Step{}))
 	d.fill = d.workers + uint64(len(p.Workers))*uint64(unsafe.Sizeof(snac.Worker{}))

@@ -144,13 +144,14 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
 		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
 	}
-	epilogue := d.epilogue != [MaxBuffers]spec.EpilogueKind{}
-	if epilogue {
+	split := uint32(0) // purlin_epilogue's blocks a worker; 0: none to launch
+	if d.epilogue != [MaxBuffers]spec.EpilogueKind{} {
 		if err := epilogueBuffers(d, bufs, r.topo.Rank); err != nil {
 			return err
 		}
+		split = d.epilogueSplit
 	}
-	return r.launchInOrder(d.nworkers, cuStream(stream), &args, epilogue)
+	return r.launchInOrder(d.nworkers, cuStream(stream), &args, split)
 }
 
 // epilogueBuffers checks that bufs holds every buffer d's Epilogue steps
