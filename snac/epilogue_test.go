@@ -229,3 +229,28 @@ func TestEpilogueRowsTooLong(t *testing.T) {
 	_, err := snac.Build(call, topo)
 	require.ErrorContains(t, err, "cannot hold")
 }
+
+// TestEpilogueNoIdleWorkers: a call split in rows takes no worker that its
+// rows leave without work (one row, one worker), so neither kernel launches
+// blocks that only start and stop.
+func TestEpilogueNoIdleWorkers(t *testing.T) {
+	for _, n := range []int{1, 2, 8} {
+		for _, rows := range []uint64{1, 3, 16, 300} {
+			topo := snac.Topology{NRanks: n, Workers: 64, StageHalf: 64 << 20, P2PHalf: 1 << 20, PacketMax: 64 << 10, ChunkMax: 1 << 20}
+			e := spec.Epilogue{Kind: spec.EpilogueRMSNorm, Hidden: 4096, Weight: 1 << 30}
+			call := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Count: 4096 * rows, Send: 1 << 20, Recv: 1 << 34, NRanks: n, Epilogue: e}
+			plan, err := snac.Build(call, topo)
+			require.NoError(t, err)
+			if rows <= 3 {
+				require.Len(t, plan.Workers, int(rows), "%d ranks, %d rows", n, rows)
+			}
+			for w := range plan.Workers {
+				has := false
+				for _, s := range plan.WorkerSteps(w) {
+					has = has || s.Verb == snac.Epilogue
+				}
+				require.True(t, has, "%d ranks, %d rows: worker %d has no rows", n, rows, w)
+			}
+		}
+	}
+}

@@ -70,6 +70,9 @@ func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed b
 	if packetOnly {
 		w = min(w, packetWorkers)
 	}
+	if !fixed {
+		w = max(1, min(w, int(min(ceilDiv(longest, split), MaxWorkers)))) // no worker without a grain (an epilogue's rows)
+	}
 	for w > 1 && half/uint64(w) < uint64(segs)*split {
 		w--
 	}
