@@ -31,14 +31,17 @@
  * call the peers are still in and the check words of another (a mismatch on
  * a healthy peer).
  *
- * purlin_epilogue, launched right after purlin_run on the same stream for a
- * Plan that has Epilogue steps, runs them (an AllReduce's epilogue on rows
- * of its output, epilogue.cuh): atom/cuda places each worker's Epilogue
- * steps after its other steps in the image, outside its count, so
- * purlin_run never meets one. Later is as good as where snac put them, as
- * no step touches a row after its epilogue; and purlin_run stays as it is:
- * an epilogue wants every register, and any call of it from purlin_run,
- * even after the step loop, makes the compiler spill the loop's state.
+ * Epilogue steps (an AllReduce's epilogue on rows of its output,
+ * epilogue.cuh) never meet the run loop: atom/cuda places each worker's
+ * after its other steps in the image, outside its count, and they run once
+ * those are done. Later is as good as where snac put them, as no step
+ * touches a row after its epilogue. purlin_run_epilogue, the same loop,
+ * then runs them in each block; where a large epilogue wants more blocks
+ * than the Plan's workers, purlin_epilogue runs them instead, launched
+ * right after purlin_run on the same stream. purlin_run itself has no call
+ * of the epilogue: an epilogue wants every register, and any call of it,
+ * even after the step loop, makes the compiler spill the loop's state (12
+ * bytes in purlin_run_epilogue on sm_80, none on sm_90).
  */
 #include "purlin.cuh"
 
@@ -344,11 +347,21 @@ __device__ __noinline__ void runEpilogues(const Launch& L, uint32_t n) {
   }
 }
 
-}  // namespace purlin
+/** epilogueSteps runs the block's worker's n Epilogue steps, of the Plan's type. */
+__device__ __noinline__ void epilogueSteps(const Launch& L, uint32_t n) {
+  switch (L.dtype) {  // a Plan with epilogues is of one of these types (atom/cuda checks)
+    case kFloat32: return runEpilogues<kFloat32>(L, n);
+    case kFloat16: return runEpilogues<kFloat16>(L, n);
+    case kBfloat16: return runEpilogues<kBfloat16>(L, n);
+  }
+}
 
-using namespace purlin;
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __grid_constant__ Launch L) {
+/** runPlan is purlin_run's body; with kEpilogues (purlin_run_epilogue) the
+ * block then runs its worker's Epilogue steps itself, once its other steps
+ * are done (the rows it wrote are its own: snac places an epilogue after
+ * every touch of its rows, and no other worker touches them). */
+template <bool kEpilogues>
+__device__ __forceinline__ void runPlan(const Launch& L) {
   __shared__ Step batch[kBatch];
   __shared__ Decoded dec[kBatch];
   __shared__ Bases bases;
@@ -442,6 +455,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
   if (threadIdx.x == 0) epochs[slot] = advanced;
   if (threadIdx.x >= used && threadIdx.x < kMaxWorkers)
     epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
+  if constexpr (kEpilogues) {
+    const uint32_t n = ((const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull))[blockIdx.x];
+    __syncthreads();  // the block's writes to its rows are visible to all its threads
+    if (n != 0 && *broken == 0) epilogueSteps(L, n);
+  }
+}
+
+}  // namespace purlin
+
+using namespace purlin;
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __grid_constant__ Launch L) {
+  runPlan<false>(L);
+}
+
+/** purlin_run_epilogue runs a Plan with Epilogue steps whose rows need no
+ * more blocks than its workers (atom/cuda's epilogueSplit of 1): one kernel
+ * instead of purlin_run and purlin_epilogue, a kernel node fewer. Its
+ * registers are purlin_run's and the epilogue's; where they do not fit, it
+ * may spill (a few bytes on sm_80), which purlin_run itself never does. */
+extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run_epilogue(const __grid_constant__ Launch L) {
+  runPlan<true>(L);
 }
 
 /** purlin_epilogue runs the Epilogue steps of the Plan that purlin_run ran
@@ -458,9 +493,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const 
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   if (n == 0 || *((volatile uint64_t*)L.epochs + kNumEpochs) != 0) return;
-  switch (L.dtype) {  // a Plan with epilogues is of one of these types (atom/cuda checks)
-    case kFloat32: return runEpilogues<kFloat32>(L, n);
-    case kFloat16: return runEpilogues<kFloat16>(L, n);
-    case kBfloat16: return runEpilogues<kBfloat16>(L, n);
-  }
+  epilogueSteps(L, n);
 }

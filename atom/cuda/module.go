@@ -14,10 +14,11 @@ var modules struct {
 	byContext map[cuContext]kernels // guarded by the mutex
 }
 
-// kernels are the module's two kernels (csrc/run.cu): purlin_run runs a
-// Plan, purlin_epilogue its Epilogue steps after it.
+// kernels are the module's kernels (csrc/run.cu): purlin_run runs a Plan,
+// purlin_epilogue its Epilogue steps after it, and purlin_run_epilogue both
+// in one kernel (for Plans whose epilogue needs no more blocks than workers).
 type kernels struct {
-	run, epilogue cuFunction
+	run, epilogue, runEpilogue cuFunction
 }
 
 // kernelFunctions returns the kernels in ctx, loading the module on first
@@ -39,7 +40,7 @@ func kernelFunctions(ctx cuContext) (kernels, error) {
 	for _, f := range []struct {
 		fn   *cuFunction
 		name string
-	}{{&k.run, "purlin_run"}, {&k.epilogue, "purlin_epilogue"}} {
+	}{{&k.run, "purlin_run"}, {&k.epilogue, "purlin_epilogue"}, {&k.runEpilogue, "purlin_run_epilogue"}} {
 		if r := driver.ModuleGetFunction(f.fn, mod, f.name); r != cuSuccess {
 			return kernels{}, cuErr(r, "cuModuleGetFunction", f.name)
 		}

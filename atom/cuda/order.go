@@ -111,13 +111,20 @@ func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epi
 	})
 }
 
-// launchKernels enqueues purlin_run, and with an epilogue split
-// purlin_epilogue after it (grid x epilogue blocks), on stream.
+// launchKernels enqueues purlin_run on stream; with an epilogue split of 1,
+// purlin_run_epilogue instead (the Plan and its Epilogue steps in one
+// kernel: a kernel node fewer), and with a larger split purlin_run then
+// purlin_epilogue (grid x epilogue blocks), which spreads a large
+// epilogue's rows over more blocks than the Plan has workers.
 func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epilogue uint32) error {
-	if res := launchKernel(r.ctx, r.fn.run, grid, 1, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+	fn := r.fn.run
+	if epilogue == 1 {
+		fn = r.fn.runEpilogue
+	}
+	if res := launchKernel(r.ctx, fn, grid, 1, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
 	}
-	if epilogue == 0 {
+	if epilogue <= 1 {
 		return nil
 	}
 	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
