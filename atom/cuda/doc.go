@@ -15,7 +15,8 @@
 //
 // Launch enqueues one kernel on the caller's stream (grid = Plan workers,
 // 512 threads each; a Plan with Epilogue steps, an AllReduce's epilogue,
-// adds a second that runs them after it) and returns: no synchronisation,
+// runs them in the same kernel's second form, or in a second kernel with
+// more blocks when they want more than the workers) and returns: no synchronisation,
 // no allocation and one cgo call a kernel on the hot path, legal under CUDA
 // graph capture. A launch on
 // another stream than the rank's previous one first makes that stream wait
