@@ -457,8 +457,11 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
   if constexpr (kEpilogues) {
     const uint32_t n = ((const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull))[blockIdx.x];
-    __syncthreads();  // the block's writes to its rows are visible to all its threads
-    if (n != 0 && *broken == 0) epilogueSteps(L, n);
+    // A barrier (the block's writes to its rows are visible to all its
+    // threads) that also makes the broken word's one reading the block's:
+    // the epilogue's block-wide sums need every thread or none.
+    if (__syncthreads_or(threadIdx.x == 0 && *broken != 0) || n == 0) return;
+    epilogueSteps(L, n);
   }
 }
 
@@ -492,6 +495,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const 
   // purlin_run before it has ended, and its writes are visible.
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-  if (n == 0 || *((volatile uint64_t*)L.epochs + kNumEpochs) != 0) return;
+  // n is the block's; the broken word is read once for the block (the
+  // epilogue's block-wide sums need every thread or none).
+  if (n == 0 || __syncthreads_or(threadIdx.x == 0 && *((volatile uint64_t*)L.epochs + kNumEpochs) != 0)) return;
   epilogueSteps(L, n);
 }
