@@ -39,6 +39,12 @@ func epilogueStep(c *spec.Call, off, n uint64) Step {
 		Bytes: n, Dst: Ref{Space: SpaceRecv, Off: off}}
 }
 
+// EpilogueOf reads what an Epilogue step holds (epilogueStep wrote it): the
+// epilogue's kind, its row length in elements and its epsilon.
+func (s *Step) EpilogueOf() (kind spec.EpilogueKind, hidden uint32, eps float32) {
+	return spec.EpilogueKind(s.Peer), s.Slot, math.Float32frombits(uint32(s.Check))
+}
+
 // withEpilogue adds c's Epilogue steps to p. A range a step writes into the
 // output gets its epilogue after the last step of that worker that reads
 // or writes it (a reduced shard is pushed to the peers first) and the

@@ -114,7 +114,8 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 // (csrc/epilogue.cuh): whole rows of a float32, float16 or bfloat16 output
 // in one of the Launch's buffers, of a kind it knows.
 func epilogueValid(p *snac.Plan, i int, s *snac.Step) error {
-	k, row := spec.EpilogueKind(s.Peer), uint64(s.Slot)*uint64(p.Type.Size())
+	k, hidden, _ := s.EpilogueOf()
+	row := uint64(hidden) * uint64(p.Type.Size())
 	switch {
 	case p.Type != spec.Float32 && p.Type != spec.Float16 && p.Type != spec.Bfloat16:
 		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue on %s", i, p.Type)
@@ -215,7 +216,8 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 		var rows uint64
 		for _, s := range p.WorkerSteps(w) {
 			if s.Verb == snac.Epilogue {
-				d.epilogue[s.Dst.Rank] |= spec.EpilogueKind(s.Peer) // planBytes checked the index
+				k, _, _ := s.EpilogueOf()
+				d.epilogue[s.Dst.Rank] |= k // planBytes checked the index
 				rows += s.Bytes / (uint64(s.Slot) * uint64(p.Type.Size()))
 			}
 		}

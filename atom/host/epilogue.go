@@ -2,7 +2,6 @@ package host
 
 import (
 	"cmp"
-	"math"
 
 	"purlin/errs"
 	"purlin/numeric"
@@ -62,7 +61,8 @@ func (x *worker) epilogue(s *snac.Step) error {
 
 // epilogueOf decodes an Epilogue step's fields, refusing what no Plan holds.
 func epilogueOf(t spec.DataType, s *snac.Step) (numeric.EpilogueRows, error) {
-	e := numeric.EpilogueRows{Type: t, Kind: spec.EpilogueKind(s.Peer), Hidden: int(s.Slot), Eps: math.Float32frombits(uint32(s.Check))}
+	kind, hidden, eps := s.EpilogueOf()
+	e := numeric.EpilogueRows{Type: t, Kind: kind, Hidden: int(hidden), Eps: eps}
 	if e.Hidden == 0 || (t != spec.Float32 && t != spec.Float16 && t != spec.Bfloat16) || s.Bytes%(uint64(e.Hidden)*uint64(t.Size())) != 0 || s.Dst.Off%(uint64(e.Hidden)*uint64(t.Size())) != 0 {
 		return e, errs.New(errs.ErrInternal, "epilogue %s of %d bytes at %d: rows of %d %s", e.Kind, s.Bytes, s.Dst.Off, e.Hidden, t)
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"purlin/errs"
 	"purlin/numeric"
@@ -267,7 +266,8 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 func (s *Sim) epilogue(rk *rank, st *snac.Step) error {
 	l := rk.cur
 	p := rk.cur.Plan
-	e := numeric.EpilogueRows{Type: p.Type, Kind: spec.EpilogueKind(st.Peer), Hidden: int(st.Slot), Eps: math.Float32frombits(uint32(st.Check))}
+	kind, hidden, eps := st.EpilogueOf()
+	e := numeric.EpilogueRows{Type: p.Type, Kind: kind, Hidden: int(hidden), Eps: eps}
 	size := uint64(p.Type.Size())
 	rowBytes := uint64(e.Hidden) * size
 	if int(st.Dst.Rank) >= len(l.Bufs) || st.Dst.Space != snac.SpaceRecv || st.Dst.Pitch != 0 || rowBytes == 0 || st.Dst.Off%rowBytes != 0 || st.Bytes%rowBytes != 0 {
