@@ -75,8 +75,16 @@ func (k EpilogueKind) String() string {
 	return strings.Join(parts, "+")
 }
 
-// epilogueType reports whether an epilogue computes on t.
-func (t DataType) epilogueType() bool { return t == Float32 || t == Float16 || t == Bfloat16 }
+// EpilogueType reports whether an epilogue computes on t.
+func (t DataType) EpilogueType() bool { return t == Float32 || t == Float16 || t == Bfloat16 }
+
+// Valid reports whether k is a kind an epilogue can be: known bits,
+// residual_add or rmsnorm, and row_scale only with quant_fp8
+// (validateEpilogue says which rule a call breaks).
+func (k EpilogueKind) Valid() bool {
+	return k>>numEpilogueBits == 0 && k&(EpilogueResidualAdd|EpilogueRMSNorm) != 0 &&
+		(k&EpilogueRowScale == 0 || k&EpilogueQuantFP8 != 0)
+}
 
 // validateEpilogue checks an epilogue against its call: only AllReduce has
 // one; its rows, types and buffers must be whole, and the buffers it writes
@@ -99,7 +107,7 @@ func (c *Call) validateEpilogue(out uint64) error {
 		return invalid("%s: epilogue %s needs residual_add or rmsnorm", c.Coll, k)
 	case k&EpilogueRowScale != 0 && k&EpilogueQuantFP8 == 0:
 		return invalid("%s: epilogue row_scale needs quant_fp8", c.Coll)
-	case !c.Type.epilogueType():
+	case !c.Type.EpilogueType():
 		return invalid("%s: epilogue %s on %s (float32, float16 and bfloat16 only)", c.Coll, k, c.Type)
 	case e.Hidden == 0:
 		return invalid("%s: epilogue hidden size is 0", c.Coll)

@@ -117,10 +117,9 @@ func epilogueValid(p *snac.Plan, i int, s *snac.Step) error {
 	k, hidden, _ := s.EpilogueOf()
 	row := uint64(hidden) * uint64(p.Type.Size())
 	switch {
-	case p.Type != spec.Float32 && p.Type != spec.Float16 && p.Type != spec.Bfloat16:
+	case !p.Type.EpilogueType():
 		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue on %s", i, p.Type)
-	case k&(spec.EpilogueResidualAdd|spec.EpilogueRMSNorm) == 0 || k >= spec.EpilogueRowScale<<1 ||
-		k&spec.EpilogueRowScale != 0 && k&spec.EpilogueQuantFP8 == 0:
+	case !k.Valid():
 		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue of kind %s", i, k)
 	case s.Dst.Space != snac.SpaceRecv || s.Dst.Pitch != 0 || s.Dst.Half != 0 || int(s.Dst.Rank) >= MaxBuffers:
 		return errs.New(errs.ErrInternal, "cuda plan: step %d: epilogue on space %d buffer %d, not an output", i, s.Dst.Space, s.Dst.Rank)

@@ -63,7 +63,7 @@ func (x *worker) epilogue(s *snac.Step) error {
 func epilogueOf(t spec.DataType, s *snac.Step) (numeric.EpilogueRows, error) {
 	kind, hidden, eps := s.EpilogueOf()
 	e := numeric.EpilogueRows{Type: t, Kind: kind, Hidden: int(hidden), Eps: eps}
-	if e.Hidden == 0 || (t != spec.Float32 && t != spec.Float16 && t != spec.Bfloat16) || s.Bytes%(uint64(e.Hidden)*uint64(t.Size())) != 0 || s.Dst.Off%(uint64(e.Hidden)*uint64(t.Size())) != 0 {
+	if e.Hidden == 0 || !t.EpilogueType() || s.Bytes%(uint64(e.Hidden)*uint64(t.Size())) != 0 || s.Dst.Off%(uint64(e.Hidden)*uint64(t.Size())) != 0 {
 		return e, errs.New(errs.ErrInternal, "epilogue %s of %d bytes at %d: rows of %d %s", e.Kind, s.Bytes, s.Dst.Off, e.Hidden, t)
 	}
 	return e, nil
