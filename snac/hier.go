@@ -1,0 +1,380 @@
+package snac
+
+import (
+	"purlin/errs"
+	"purlin/spec"
+)
+
+// Nodes is how a communicator's ranks lie on servers: Count servers
+// ("nodes") of Local ranks each, the ranks of one node consecutive (rank =
+// node*Local + local), as launchers number them. Inside a node the ranks
+// share NVLink and Purlin's own Plans; between nodes they reach each other
+// only through a network.
+type Nodes struct {
+	Count, Local int
+}
+
+// Node is the node rank lies on; LocalRank its index there.
+func (n Nodes) Node(rank int) int      { return rank / n.Local }
+func (n Nodes) LocalRank(rank int) int { return rank % n.Local }
+
+// Level says which ranks a Phase joins.
+type Level uint8
+
+const (
+	// LevelNode: the ranks of one node, through a node-local communicator
+	// (Purlin's Plans). Call.Rank and NRanks are the local rank and Local.
+	LevelNode Level = iota
+	// LevelRail: the ranks of one local index, one per node (a rail),
+	// through the network. Call.Rank and NRanks are the node and Count.
+	LevelRail
+	// LevelWorld: a point-to-point transfer between any two ranks through
+	// the network. Call.Rank, NRanks and Peer are the communicator's.
+	LevelWorld
+)
+
+var levelNames = [...]string{"node", "rail", "world"}
+
+func (l Level) String() string { return levelNames[l] }
+
+// Buffer names the memory a hierarchical call's Phases address: the
+// caller's input and output, and scratch the communicator provides
+// (Program.Scratch bytes of it, reused by the next call).
+type Buffer uint8
+
+const (
+	BufNone Buffer = iota // an address the Phase's call does not use (0)
+	BufSend
+	BufRecv
+	BufScratch
+)
+
+// Span is a byte offset into a Buffer.
+type Span struct {
+	Buf Buffer
+	Off uint64
+}
+
+// Phase is one call of a hierarchical Program: Call (without addresses) at
+// Level, reading Send and writing Recv. Phases run in order on the caller's
+// stream; a Phase with Grouped set is issued in one group with the Phase
+// before it (the same Level), as ncclGroupStart/End join calls.
+type Phase struct {
+	Level      Level
+	Grouped    bool
+	Call       spec.Call
+	Send, Recv Span
+}
+
+// Program is one rank's part of a call on a communicator that spans nodes:
+// its Phases, in the order every rank of each group issues them, and the
+// scratch bytes they use.
+type Program struct {
+	Phases  []Phase
+	Scratch uint64
+}
+
+// Hierarchy derives rank call.Rank's Program for call (validated, with the
+// communicator's Rank and NRanks) on nodes. As a single node's Plans, it
+// follows from the collective's layouts and consume op:
+//
+//   - reduce, packed -> packed (AllReduce): a node-local ReduceScatter of
+//     Local pieces, an all-reduce of each piece on its rail, a node-local
+//     AllGather;
+//   - reduce, scattered -> packed (ReduceScatter): a node-local
+//     ReduceScatterColumns (node n's slices are row n of a Count x Local
+//     matrix of slices) leaves each rank its slice of every node, reduced
+//     over its node; a rail ReduceScatter finishes it;
+//   - copy, packed -> scattered (AllGather): a rail AllGather, then a
+//     node-local AllGatherColumns into the output;
+//   - copy, scattered -> transposed (AllToAll): per destination node, a
+//     node-local AllToAll brings each slice to the rank of its destination's
+//     rail; a rail AllToAll delivers them;
+//   - the rooted layouts: Broadcast scatters the root's buffer over the
+//     root node's ranks and each rail broadcasts its piece; Reduce reduces
+//     pieces in every node, reduces each on its rail to the root's node and
+//     gathers them at the root; Gather and Scatter go through the root's rail;
+//   - Send and Recv: on the node, or between the two ranks (LevelWorld).
+//
+// So every byte crosses the network once, spread over all rails. What it
+// cannot serve (the V, column-block and matrix layouts, an epilogue, Avg of
+// integers) is refused with an error naming it.
+func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
+	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
+		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
+	}
+	if nodes.Local > MaxRanks {
+		return nil, errs.New(errs.ErrInvalidUsage, "%s: %d ranks on one node; Purlin serves at most %d", call.Coll, nodes.Local, MaxRanks)
+	}
+	d := call.Coll.Definition()
+	switch {
+	case call.Coll.Vectored() || call.Coll.Columns():
+		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
+	case call.Epilogue.Kind != 0:
+		return nil, unsupported(call, "an epilogue")
+	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
+		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
+	}
+	if nodes.Local == 1 || nodes.Count == 1 {
+		return whole(call, nodes), nil
+	}
+	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size())}
+	switch in, out := d.In, d.Out; {
+	case call.Coll == spec.SendRecv:
+		h.sendRecv()
+	case d.Consume == spec.ConsumeReduce && in.Shape == spec.Packed && !in.Rooted && out.Shape == spec.Packed && !out.Rooted:
+		h.allReduce()
+	case d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
+		h.reduceScatter()
+	case d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && !in.Rooted && out.Shape == spec.Scattered && !out.Rooted:
+		h.allGather()
+	case d.Consume == spec.ConsumeCopy && in.Shape == spec.Scattered && out.Shape == spec.Transposed:
+		h.allToAll()
+	case d.Consume == spec.ConsumeCopy && in.Rooted && in.Shape == spec.Packed:
+		h.broadcast()
+	case d.Consume == spec.ConsumeReduce && out.Rooted:
+		h.reduce()
+	case d.Consume == spec.ConsumeCopy && out.Rooted:
+		h.gather()
+	case d.Consume == spec.ConsumeCopy && in.Rooted:
+		h.scatter()
+	default:
+		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
+	}
+	return &h.prog, nil
+}
+
+// whole is the Program of a call that one level serves alone: one rank a
+// node (the network carries it as it is) or one node (its Plans do).
+func whole(call *spec.Call, nodes Nodes) *Program {
+	p := Phase{Level: LevelRail, Call: *call, Send: Span{BufSend, 0}, Recv: Span{BufRecv, 0}}
+	switch {
+	case nodes.Count == 1:
+		p.Level = LevelNode
+	case call.Coll == spec.SendRecv:
+		p.Level = LevelWorld
+	}
+	return &Program{Phases: []Phase{p}}
+}
+
+func unsupported(call *spec.Call, format string, args ...any) error {
+	return errs.New(errs.ErrInvalidUsage, "%s across nodes: Purlin cannot serve "+format+" yet", append([]any{call.Coll}, args...)...)
+}
+
+// hier builds one rank's Program.
+type hier struct {
+	call        *spec.Call
+	nodes       Nodes
+	node, local int
+	size        uint64
+	prog        Program
+}
+
+// phase appends a Phase of coll at level: a copy of the caller's call with
+// the group's rank and size, count elements, reading send and writing recv.
+func (h *hier) phase(level Level, coll spec.Collective, count uint64, send, recv Span) *Phase {
+	c := spec.Call{Coll: coll, Count: count, Type: h.call.Type, Op: h.call.Op}
+	switch level {
+	case LevelNode:
+		c.Rank, c.NRanks = h.local, h.nodes.Local
+	case LevelRail:
+		c.Rank, c.NRanks = h.node, h.nodes.Count
+		// The node-local phase applied the op's scalar or mean already:
+		// a rail only adds (or keeps) partial results.
+		switch c.Op.Kind {
+		case spec.PreMulSum:
+			c.Op = spec.Op{Kind: spec.Sum}
+		}
+	default:
+		c.Rank, c.NRanks = h.call.Rank, h.call.NRanks
+	}
+	h.prog.Phases = append(h.prog.Phases, Phase{Level: level, Call: c, Send: send, Recv: recv})
+	return &h.prog.Phases[len(h.prog.Phases)-1]
+}
+
+func (h *hier) scratch(bytes uint64) { h.prog.Scratch = max(h.prog.Scratch, bytes) }
+
+// pieces splits count elements over Local ranks: piece i starts at
+// element off(i) and holds n(i) (the first count%Local pieces one more).
+func (h *hier) piece(i int) (off, n uint64) {
+	l := uint64(h.nodes.Local)
+	q, r := h.call.Count/l, h.call.Count%l
+	k := uint64(i)
+	return k*q + min(k, r), q + b2u(k < r)
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pieceLists are the counts and offsets (elements) of every piece, as a
+// V collective over the node's ranks takes them.
+func (h *hier) pieceLists() (counts, displs []uint64) {
+	counts, displs = make([]uint64, h.nodes.Local), make([]uint64, h.nodes.Local)
+	for i := range counts {
+		displs[i], counts[i] = h.piece(i)
+	}
+	return counts, displs
+}
+
+func (h *hier) at(buf Buffer, elems uint64) Span { return Span{buf, elems * h.size} }
+
+func (h *hier) sendRecv() {
+	c := h.call
+	if h.nodes.Node(c.Peer) == h.node {
+		p := h.phase(LevelNode, spec.SendRecv, c.Count, h.at(BufSend, 0), h.at(BufRecv, 0))
+		p.Call.Peer, p.Call.IsSend = h.nodes.LocalRank(c.Peer), c.IsSend
+		return
+	}
+	p := h.phase(LevelWorld, spec.SendRecv, c.Count, h.at(BufSend, 0), h.at(BufRecv, 0))
+	p.Call.Peer, p.Call.IsSend = c.Peer, c.IsSend
+}
+
+func (h *hier) allReduce() {
+	off, n := h.piece(h.local)
+	counts, displs := h.pieceLists()
+	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufRecv, off))
+	rs.Call.Counts, rs.Call.Displs = counts, displs
+	if n > 0 {
+		h.phase(LevelRail, spec.AllReduce, n, h.at(BufRecv, off), h.at(BufRecv, off))
+	}
+	ag := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufRecv, off), h.at(BufRecv, 0))
+	ag.Call.Counts, ag.Call.Displs = counts, displs
+}
+
+// reduceScatter: the input is Count x NRanks slices, node n's at row n of a
+// Count-row matrix whose column block l is local rank l's slice.
+func (h *hier) reduceScatter() {
+	c, k := h.call.Count, uint64(h.nodes.Count)
+	rows := h.phase(LevelNode, spec.ReduceScatterColumns, k*c, h.at(BufSend, 0), h.at(BufScratch, 0))
+	rows.Call.Rows = k
+	h.phase(LevelRail, spec.ReduceScatter, c, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	h.scratch(k * c * h.size)
+}
+
+func (h *hier) allGather() {
+	c, k := h.call.Count, uint64(h.nodes.Count)
+	h.phase(LevelRail, spec.AllGather, c, h.at(BufSend, 0), h.at(BufScratch, 0))
+	cols := h.phase(LevelNode, spec.AllGatherColumns, k*c, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	cols.Call.Rows = k
+	h.scratch(k * c * h.size)
+}
+
+// allToAll: row n of the input (Local slices) goes to node n's ranks. A
+// node-local AllToAll per row leaves at local rank l, in scratch row n, the
+// slices every rank of this node sends to rank (n, l); rail l delivers rows.
+func (h *hier) allToAll() {
+	c, l := h.call.Count, uint64(h.nodes.Local)
+	for n := range uint64(h.nodes.Count) {
+		p := h.phase(LevelNode, spec.AllToAll, c, h.at(BufSend, n*l*c), h.at(BufScratch, n*l*c))
+		p.Grouped = n > 0
+	}
+	h.phase(LevelRail, spec.AllToAll, l*c, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	h.scratch(uint64(h.call.NRanks) * c * h.size)
+}
+
+func (h *hier) roots() (node, local int) {
+	return h.nodes.Node(h.call.Root), h.nodes.LocalRank(h.call.Root)
+}
+
+// broadcast: the root's node broadcasts the whole buffer, rail l broadcasts
+// piece l from it, and every other node gathers its pieces.
+func (h *hier) broadcast() {
+	rn, rl := h.roots()
+	off, n := h.piece(h.local)
+	if h.node == rn {
+		p := h.phase(LevelNode, spec.Broadcast, h.call.Count, h.at(BufSend, 0), h.at(BufRecv, 0))
+		p.Call.Root = rl
+	}
+	if n > 0 {
+		p := h.phase(LevelRail, spec.Broadcast, n, h.at(BufRecv, off), h.at(BufRecv, off))
+		p.Call.Root = rn
+	}
+	if h.node != rn {
+		counts, displs := h.pieceLists()
+		ag := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufRecv, off), h.at(BufRecv, 0))
+		ag.Call.Counts, ag.Call.Displs = counts, displs
+	}
+}
+
+// reduce: every node reduces piece l to its rank l (scratch), rail l
+// reduces it to the root's node (the root: into its output), and the root's
+// node sends the pieces to the root. Only the root's output is written.
+func (h *hier) reduce() {
+	rn, rl := h.roots()
+	off, n := h.piece(h.local)
+	counts, displs := h.pieceLists()
+	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, 0))
+	rs.Call.Counts, rs.Call.Displs = counts, displs // offsets in Send; each piece lands packed
+	h.scratch(counts[0] * h.size)
+	dst := h.at(BufScratch, 0)
+	if h.call.Rank == h.call.Root {
+		dst = h.at(BufRecv, off)
+	}
+	if n > 0 {
+		p := h.phase(LevelRail, spec.Reduce, n, h.at(BufScratch, 0), dst)
+		p.Call.Root = rn
+	}
+	if h.node != rn {
+		return
+	}
+	grouped := false
+	for i := range h.nodes.Local {
+		o, m := h.piece(i)
+		switch {
+		case i == rl || m == 0:
+			continue
+		case h.local == i:
+			p := h.phase(LevelNode, spec.SendRecv, m, h.at(BufScratch, 0), Span{})
+			p.Call.Peer, p.Call.IsSend = rl, true
+		case h.local == rl:
+			p := h.phase(LevelNode, spec.SendRecv, m, Span{}, h.at(BufRecv, o))
+			p.Call.Peer, p.Grouped = i, grouped
+			grouped = true
+		}
+	}
+}
+
+// gather: every node gathers at its rank of the root's local index (the
+// root: into its node's rows of the output), and that rail sends the nodes'
+// rows to the root.
+func (h *hier) gather() {
+	rn, rl := h.roots()
+	c, l := h.call.Count, uint64(h.nodes.Local)
+	row := Span{} // where this rank gathers its node's rows, if it does
+	switch {
+	case h.call.Rank == h.call.Root:
+		row = h.at(BufRecv, uint64(rn)*l*c)
+	case h.local == rl:
+		row = h.at(BufScratch, 0)
+	}
+	g := h.phase(LevelNode, spec.Gather, c, h.at(BufSend, 0), row)
+	g.Call.Root = rl
+	if h.local != rl {
+		return
+	}
+	h.scratch(l * c * h.size)
+	p := h.phase(LevelRail, spec.Gather, l*c, row, h.at(BufRecv, 0))
+	p.Call.Root = rn
+}
+
+// scatter: the root's rail scatters node rows to its ranks, and each node
+// scatters its row from there.
+func (h *hier) scatter() {
+	rn, rl := h.roots()
+	c, l := h.call.Count, uint64(h.nodes.Local)
+	if h.local == rl {
+		h.scratch(l * c * h.size)
+		p := h.phase(LevelRail, spec.Scatter, l*c, h.at(BufSend, 0), h.at(BufScratch, 0))
+		p.Call.Root = rn
+	}
+	from := Span{}
+	if h.local == rl {
+		from = h.at(BufScratch, 0)
+	}
+	s := h.phase(LevelNode, spec.Scatter, c, from, h.at(BufRecv, 0))
+	s.Call.Root = rl
+}
