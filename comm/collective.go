@@ -53,6 +53,9 @@ var bufsPool = sync.Pool{New: func() any { return new([1]atom.Buffers) }}
 // launch plans and launches one validated call; the caller has checked
 // that c is usable (Collective, or GroupEnd after the deferred inits).
 func (c *Comm) launch(call *spec.Call, stream uintptr) error {
+	if s, ok := c.dp.(*spanning); ok {
+		return s.run(call, stream)
+	}
 	plan, err := c.plans.get(call)
 	if err != nil {
 		return err

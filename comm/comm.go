@@ -28,6 +28,12 @@ type Config struct {
 	P2PHalf   uint64
 	PacketMax uint64
 	ChunkMax  uint64
+	// Nodes, when above 0, is how many nodes of consecutive ranks the
+	// communicator spans (1: one node whatever the hosts), instead of
+	// PURLIN_NODES or one node per host.
+	Nodes int
+	// Network carries calls between nodes; nil: the build's default.
+	Network NetworkFactory
 }
 
 // DefaultConfig is NCCL's default: blocking, settings from PURLIN_*.
@@ -99,11 +105,26 @@ func (c *Comm) init(id UniqueID) (err error) {
 		}
 		close(c.initDone)
 	}()
-	if c.nranks > snac.MaxRanks {
-		return errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks; Purlin supports at most %d (one NVLink server)", c.nranks, snac.MaxRanks)
-	}
 	boot, err := rendezvous.Connect(&id, c.rank, c.nranks, c.device, c.cfg.timeout(), c.cancel)
 	if err != nil {
+		return err
+	}
+	virtual := c.cfg.Nodes
+	if virtual == 0 {
+		virtual = config.Get().Nodes
+	}
+	nodes, err := nodesOf(boot.Peers(), virtual)
+	if err == nil && nodes.Count > 1 {
+		err = c.initNodes(boot, nodes)
+	}
+	if err == nil && nodes.Count > 1 {
+		return nil
+	}
+	if err == nil && c.nranks > snac.MaxRanks {
+		err = errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks on one node; Purlin serves at most %d (one NVLink server)", c.nranks, snac.MaxRanks)
+	}
+	if err != nil {
+		boot.Close(false)
 		return err
 	}
 	factory, err := selectAtom(config.Get().Atom, c.rank, c.device, c.onGPU)

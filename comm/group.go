@@ -224,6 +224,13 @@ func (g *group) launchFor(c *Comm) error {
 			return err
 		}
 	}
+	if s, ok := c.dp.(*spanning); ok {
+		err := s.runGroup(g.mine, stream)
+		if len(others) > 0 && err == nil {
+			err = c.joinStreams(stream, others, false)
+		}
+		return err
+	}
 	g.colls, g.p2p = g.colls[:0], g.p2p[:0]
 	for _, op := range g.mine {
 		if op.call.Coll == spec.SendRecv {

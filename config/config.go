@@ -65,6 +65,21 @@ type Settings struct {
 	// (default none). A local peer's messages are checked by the kernel's
 	// credentials of its sender.
 	PeerUIDs []int
+	// Nodes is PURLIN_NODES: when > 0, a communicator's ranks are split
+	// into that many virtual nodes of consecutive ranks, whatever hosts they
+	// run on, and calls cross between them as between servers (tests of the
+	// multi-node path on one machine). 0: one node per host.
+	Nodes int
+	// BootstrapAddr is PURLIN_BOOTSTRAP_ADDR: the address (host or
+	// host:port) the rendezvous server of a new unique id listens on, which
+	// ranks on other hosts must reach.
+	BootstrapAddr string
+	// SocketIfname is PURLIN_SOCKET_IFNAME, else NCCL_SOCKET_IFNAME: the
+	// network interfaces the rendezvous server may listen on, in NCCL's
+	// form (comma-separated name prefixes; a leading ^ excludes them, a
+	// leading = matches names exactly). Without it or BootstrapAddr the
+	// server listens on loopback, for ranks of one host.
+	SocketIfname string
 }
 
 // settings holds the current Settings, swapped whole by Reload: Get may run
@@ -111,6 +126,13 @@ func read() Settings {
 		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
 		PDL:         Getenv("PURLIN_PDL") != "0",
 		P2PBytes:    uint64(atoi(Getenv("PURLIN_P2P_BYTES"), 0)),
+		Nodes:       atoi(Getenv("PURLIN_NODES"), 0),
+
+		BootstrapAddr: strings.TrimSpace(Getenv("PURLIN_BOOTSTRAP_ADDR")),
+		SocketIfname:  strings.TrimSpace(Getenv("PURLIN_SOCKET_IFNAME")),
+	}
+	if s.SocketIfname == "" {
+		s.SocketIfname = strings.TrimSpace(Getenv("NCCL_SOCKET_IFNAME"))
 	}
 	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
 		s.Timeout = time.Duration(v * float64(time.Second))

@@ -107,6 +107,34 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	return nil
 }
 
+// Enqueue runs f on stream after the work enqueued on it so far, as CUDA
+// runs a host function in stream order (cuLaunchHostFunc); the work
+// enqueued after it waits for it. An error f returns is the stream's
+// (SynchronizeStream). A multi-node communicator runs its network phases
+// on the host Atom's streams this way.
+func (r *Rank) Enqueue(stream uintptr, f func() error) error {
+	s := r.lookupStream(stream)
+	if s == nil {
+		return errs.New(errs.ErrInvalidArgument, "host rank %d: Enqueue on unknown stream %d", r.topo.Rank, stream)
+	}
+	j := jobPool.Get().(*job)
+	j.rank, j.fn = r, f
+	r.mu.Lock()
+	r.inflight++ // Synchronize waits for it as for a Plan
+	s.enqueue(j)
+	r.mu.Unlock()
+	return nil
+}
+
+// fnDone ends a function's turn in inflight (a function takes no turn in
+// the rank's order of Plans).
+func (r *Rank) fnDone() {
+	r.mu.Lock()
+	r.inflight--
+	r.idle.Broadcast()
+	r.mu.Unlock()
+}
+
 // Follow makes the work enqueued on stream from now on wait for the work
 // enqueued on after so far: a job on stream that waits for after to finish
 // it, as a CUDA stream waits on an event recorded on after.

@@ -21,6 +21,8 @@ type job struct {
 	// it ends once after has finished its first upto jobs.
 	after *stream
 	upto  uint64
+	// fn, when set, makes the job a host function (Rank.Enqueue).
+	fn func() error
 }
 
 var jobPool = sync.Pool{New: func() any { return new(job) }}
@@ -169,9 +171,13 @@ func (s *stream) serve() {
 		s.mu.Unlock()
 
 		var err error
-		if j.after != nil {
+		switch {
+		case j.fn != nil:
+			err = j.fn()
+			j.rank.fnDone()
+		case j.after != nil:
 			j.after.reach(j.upto)
-		} else {
+		default:
 			j.rank.awaitTurn(j.seq)
 			err = j.rank.run(j.plan, j.bufs)
 			j.rank.finished()

@@ -289,6 +289,9 @@ func (b *Bootstrap) giveUp(err error) {
 	}
 }
 
+// Peers is every rank's record (rank, pid, host, device), in rank order.
+func (b *Bootstrap) Peers() []PeerInfo { return b.peers }
+
 func (b *Bootstrap) Rank() int   { return b.rank }
 func (b *Bootstrap) NRanks() int { return b.nranks }
 

@@ -4,7 +4,7 @@
 // collective and no datapath; comm uses it to build communicators.
 //
 // GetUniqueID starts a rendezvous server (goroutines) in the calling
-// process and returns a 128-byte UniqueID naming its TCP address (loopback)
+// process and returns a 128-byte UniqueID naming its TCP address (loopback unless PURLIN_BOOTSTRAP_ADDR or PURLIN_SOCKET_IFNAME names another)
 // and a random 256-bit secret. Connect (comm.InitRank) connects and proves it knows the
 // secret by challenge-response (HMAC-SHA256 over both ends' nonces; the
 // server proves it back), sends (rank, nranks, pid, host, device) and

@@ -41,11 +41,26 @@ var idTag = [4]byte{'P', 'R', 'L', 'N'}
 type jobKey [32]byte
 
 // GetUniqueID starts a rendezvous server in this process and returns its
-// id. The server is a goroutine that waits for the ranks of one communicator
+// id. The server listens on loopback, or where PURLIN_BOOTSTRAP_ADDR or
+// PURLIN_SOCKET_IFNAME (NCCL_SOCKET_IFNAME) say, for ranks on other hosts. The server is a goroutine that waits for the ranks of one communicator
 // (bounded by PURLIN_TIMEOUT from the first rank's arrival; an id no rank
 // uses within PURLIN_TIMEOUT is released), then relays the ranks' bootstrap
 // exchanges until every rank has left.
 func GetUniqueID() (UniqueID, error) {
+	addr, err := listenAddr(config.Get())
+	if err != nil {
+		return UniqueID{}, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return UniqueID{}, errs.New(errs.ErrSystem, "GetUniqueID: listen on %s: %v", addr, err)
+	}
+	return NewUniqueID(ln, config.Get().Timeout)
+}
+
+// GetLocalUniqueID is GetUniqueID for ranks of this host alone: its server
+// listens on loopback whatever the settings (a node's own communicator).
+func GetLocalUniqueID() (UniqueID, error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return UniqueID{}, errs.New(errs.ErrSystem, "GetUniqueID: listen on loopback: %v", err)

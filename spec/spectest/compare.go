@@ -39,3 +39,43 @@ func Compare(t spec.DataType, got []byte, want Output) error {
 	}
 	return nil
 }
+
+// CompareLevels is Compare for a result reduced in levels (a multi-node
+// Program: within nodes, then across): for floating reductions it also
+// allows each level's rounding of partial results, at most an ulp of the
+// sum of the inputs' magnitudes (scaled as PreMulSum scales them; for Prod,
+// of partial products) per level. calls and inputs are every rank's, r the
+// rank whose output got is.
+func CompareLevels(calls []*spec.Call, inputs [][]byte, r int, got []byte, want Output) error {
+	const levels = 3 // node, network, and the final copy's rounding of a mean
+	c := calls[r]
+	t := c.Type
+	if !t.IsFloat() || !c.Coll.Reduces() {
+		return Compare(t, got, want)
+	}
+	w := want
+	w.Tol = append([]float64(nil), want.Tol...)
+	size := uint64(t.Size())
+	var shift uint64 // where output element 0 lies in every input
+	if c.Coll.Definition().In.Shape == spec.Scattered {
+		off, _ := c.InPart(r, r)
+		shift = off / size
+	}
+	for i := range w.Tol {
+		if !w.Covered[uint64(i)*size] {
+			continue
+		}
+		src := uint64(i) + shift
+		var mag float64
+		for q, cq := range calls {
+			if (src+1)*size <= uint64(len(inputs[q])) {
+				mag += math.Abs(numeric.GetFloat64(t, inputs[q], int(src))) * max(1, math.Abs(cq.Op.Scalar))
+			}
+		}
+		if c.Op.Kind == spec.Prod {
+			mag = max(mag, 1) * math.Ldexp(1, len(calls))
+		}
+		w.Tol[i] += levels * ulp(t, mag)
+	}
+	return Compare(t, got, w)
+}

@@ -1,0 +1,331 @@
+package comm
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"purlin/atom"
+	"purlin/comm/rendezvous"
+	"purlin/config"
+	"purlin/errs"
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// A communicator whose ranks lie on several nodes (servers) runs each call
+// as the Program snac.Hierarchy derives: node-local phases on a communicator
+// of its node's ranks (Purlin's own Plans and Atom), the others on a
+// Network, in order on the caller's stream.
+
+// Network carries the phases of a multi-node communicator's calls that
+// cross nodes (snac.LevelRail and snac.LevelWorld).
+type Network interface {
+	// Run issues phases, one group of calls of one level with their Send
+	// and Recv addresses set, on stream: after the work enqueued there so
+	// far, and before the work enqueued after it. It never waits for a peer;
+	// a failure of the issued work is reported by AsyncError.
+	Run(phases []snac.Phase, stream uintptr) error
+	// AsyncError is the first error of the issued work, or nil.
+	AsyncError() error
+	// Abort makes every wait of issued and future work fail promptly.
+	Abort()
+	// Close releases the network after its work finished or was aborted.
+	Close()
+}
+
+// NetworkJob is what a Network is made from.
+type NetworkJob struct {
+	Rank    int // the communicator's
+	Nodes   snac.Nodes
+	Device  int
+	Timeout time.Duration
+	// AllGather exchanges bytes among every rank of the communicator (its
+	// bootstrap), for the network's own setup.
+	AllGather func(mine []byte) ([][]byte, error)
+	// Enqueue runs f in stream order on the node's datapath, where it has
+	// host streams (the host Atom); nil where streams are the GPU's.
+	Enqueue func(stream uintptr, f func() error) error
+}
+
+// NetworkFactory makes a communicator's Network (Config.Network).
+type NetworkFactory func(NetworkJob) (Network, error)
+
+// nodesOf is how the ranks whose records peers holds lie on nodes: in
+// `virtual` nodes of consecutive ranks when it is above 0 (Config.Nodes,
+// PURLIN_NODES), else one node per host. The ranks of a node must be
+// consecutive and every node must hold as many.
+func nodesOf(peers []rendezvous.PeerInfo, virtual int) (snac.Nodes, error) {
+	n := len(peers)
+	if virtual > 0 {
+		if n%virtual != 0 {
+			return snac.Nodes{}, errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks cannot form %d nodes of equal size (PURLIN_NODES)", n, virtual)
+		}
+		return snac.Nodes{Count: virtual, Local: n / virtual}, nil
+	}
+	var hosts []string
+	var sizes []int
+	for r, p := range peers {
+		switch {
+		case len(hosts) > 0 && hosts[len(hosts)-1] == p.Host:
+			sizes[len(sizes)-1]++
+		case containsString(hosts, p.Host):
+			return snac.Nodes{}, errs.New(errs.ErrInvalidUsage, "CommInitRank: the ranks on host %s are not consecutive (rank %d); Purlin needs each node's ranks numbered together", p.Host, r)
+		default:
+			hosts, sizes = append(hosts, p.Host), append(sizes, 1)
+		}
+	}
+	for i, s := range sizes {
+		if s != sizes[0] {
+			return snac.Nodes{}, errs.New(errs.ErrInvalidUsage, "CommInitRank: host %s holds %d ranks and host %s %d; Purlin needs as many ranks on every node", hosts[0], sizes[0], hosts[i], s)
+		}
+	}
+	return snac.Nodes{Count: len(sizes), Local: sizes[0]}, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// initNodes makes c, of nodes' ranks, a communicator across nodes: a
+// communicator of its node's ranks (hosted by the node's first rank) and a
+// Network.
+func (c *Comm) initNodes(boot *rendezvous.Bootstrap, nodes snac.Nodes) error {
+	if nodes.Local > snac.MaxRanks {
+		return errs.New(errs.ErrInvalidArgument, "CommInitRank: %d ranks on one node; Purlin serves at most %d", nodes.Local, snac.MaxRanks)
+	}
+	node, local := nodes.Node(c.rank), nodes.LocalRank(c.rank)
+	var mine []byte
+	if local == 0 {
+		id, err := rendezvous.GetLocalUniqueID()
+		if err != nil {
+			return err
+		}
+		mine = id[:]
+	}
+	ids, err := boot.AllGather(mine)
+	if err != nil {
+		return errs.New(errs.ErrRemote, "CommInitRank rank %d: exchanging the nodes' unique ids: %v", c.rank, err)
+	}
+	var id UniqueID
+	if copy(id[:], ids[node*nodes.Local]) != UniqueIDBytes {
+		return errs.New(errs.ErrRemote, "CommInitRank: rank %d sent no unique id for node %d", node*nodes.Local, node)
+	}
+	cfg := c.cfg
+	cfg.Nodes, cfg.Network = 1, nil
+	child, err := newComm(cfg, local, nodes.Local, c.device)
+	if err != nil {
+		return err
+	}
+	child.onGPU = c.onGPU
+	if err := child.init(id); err != nil {
+		child.free(false)
+		return err
+	}
+	job := NetworkJob{Rank: c.rank, Nodes: nodes, Device: c.device, Timeout: c.cfg.timeout(), AllGather: boot.AllGather}
+	if q, ok := child.dp.(interface {
+		Enqueue(stream uintptr, f func() error) error
+	}); ok {
+		job.Enqueue = q.Enqueue
+	}
+	factory := c.cfg.Network
+	if factory == nil {
+		factory = defaultNetwork
+	}
+	net, err := factory(job)
+	if err != nil {
+		child.free(false)
+		return fmt.Errorf("CommInitRank rank %d: %d nodes of %d ranks: %w", c.rank, nodes.Count, nodes.Local, err)
+	}
+	c.boot, c.atomName = boot, child.atomName
+	c.dp = &spanning{comm: c, local: child, net: net, nodes: nodes}
+	boot.SetOnDrop(func(peer int, err error) {
+		config.Warnf("comm %#x rank %d: %v: work that still waits for it fails", c.handle, c.rank, err)
+		c.dp.PeerGone(peer, err)
+	})
+	config.Infof("Purlin %s comm %#x rank %d of %d: node %d of %d, local rank %d of %d, %s Atom", Version, c.handle, c.rank, c.nranks, node, nodes.Count, local, nodes.Local, c.atomName)
+	return nil
+}
+
+// defaultNetwork is the network a multi-node communicator gets when its
+// Config names none.
+func defaultNetwork(NetworkJob) (Network, error) {
+	return nil, errs.New(errs.ErrUnsupported, "this build has no network transport between nodes (set Config.Network); keep every rank on one node, or unset PURLIN_NODES")
+}
+
+// spanning is the datapath of a communicator across nodes: its node's
+// communicator and the network. It runs Programs (run), never Plans.
+type spanning struct {
+	comm  *Comm
+	local *Comm
+	net   Network
+	nodes snac.Nodes
+}
+
+func (s *spanning) Launch(*snac.Plan, []atom.Buffers, uintptr) error {
+	return errs.New(errs.ErrInternal, "a communicator across nodes launches Programs, not Plans")
+}
+
+func (s *spanning) Follow(stream, after uintptr) error { return s.local.dp.Follow(stream, after) }
+
+func (s *spanning) AsyncError() error {
+	if err := s.local.AsyncError(); err != nil {
+		return err
+	}
+	return s.net.AsyncError()
+}
+
+func (s *spanning) Abort() {
+	s.net.Abort()
+	s.local.dp.Abort()
+}
+
+// PeerGone: a rank of this node is the node communicator's to handle (its
+// own bootstrap sees it too); any other stops the network's waits.
+func (s *spanning) PeerGone(peer int, cause error) {
+	if peer >= 0 && s.nodes.Node(peer) == s.nodes.Node(s.comm.rank) {
+		s.local.dp.PeerGone(s.nodes.LocalRank(peer), cause)
+		return
+	}
+	s.net.Abort()
+}
+
+func (s *spanning) Close() error {
+	s.net.Close()
+	s.local.free(true)
+	return nil
+}
+
+func (s *spanning) Synchronize() error { return s.local.syncDatapath() }
+
+// run issues call's Program on stream: node-local phases on the node's
+// communicator (a group of them as one merged Plan), the others on the
+// network, each group in turn.
+func (s *spanning) run(call *spec.Call, stream uintptr) error {
+	prog, err := snac.Hierarchy(call, s.nodes)
+	if err != nil {
+		return err
+	}
+	scratch := make([]byte, prog.Scratch) // host memory: the only Atom a Network serves yet
+	base := func(b snac.Buffer) uintptr {
+		switch b {
+		case snac.BufSend:
+			return call.Send
+		case snac.BufRecv:
+			return call.Recv
+		case snac.BufScratch:
+			if len(scratch) > 0 {
+				return addressOf(scratch)
+			}
+		}
+		return 0
+	}
+	at := func(sp snac.Span) uintptr {
+		if b := base(sp.Buf); b != 0 {
+			return b + uintptr(sp.Off)
+		}
+		return 0
+	}
+	ph := prog.Phases
+	for i := 0; i < len(ph); {
+		j := i + 1
+		for j < len(ph) && ph[j].Grouped {
+			j++
+		}
+		batch := make([]snac.Phase, j-i)
+		for k, p := range ph[i:j] {
+			p.Call.Send, p.Call.Recv = at(p.Send), at(p.Recv)
+			batch[k] = p
+		}
+		if ph[i].Level == snac.LevelNode {
+			err = s.runLocal(batch, stream)
+		} else {
+			err = s.net.Run(batch, stream)
+		}
+		if err != nil {
+			return err
+		}
+		i = j
+	}
+	if len(scratch) > 0 {
+		// Plans and the network hold scratch's address only: a function
+		// after them keeps it alive until they ran.
+		return s.enqueue(stream, func() error { runtime.KeepAlive(scratch); return nil })
+	}
+	return nil
+}
+
+// enqueue runs f in stream order on the node's host Atom.
+func (s *spanning) enqueue(stream uintptr, f func() error) error {
+	q, ok := s.local.dp.(interface {
+		Enqueue(uintptr, func() error) error
+	})
+	if !ok {
+		return errs.New(errs.ErrUnsupported, "a communicator across nodes runs on the host Atom only in this build")
+	}
+	return q.Enqueue(stream, f)
+}
+
+// runGroup issues a group's operations on c: its collectives in order,
+// then its sends and receives, those within the node as one merged Plan
+// and the others as one network group, so none waits for another.
+func (s *spanning) runGroup(ops []groupOp, stream uintptr) error {
+	var local, remote []snac.Phase
+	for i := range ops {
+		call := &ops[i].call
+		if call.Coll != spec.SendRecv {
+			if err := s.run(call, stream); err != nil {
+				return err
+			}
+			continue
+		}
+		prog, err := snac.Hierarchy(call, s.nodes)
+		if err != nil {
+			return err
+		}
+		p := prog.Phases[0]
+		p.Call.Send, p.Call.Recv = call.Send, call.Recv
+		if p.Level == snac.LevelNode {
+			local = append(local, p)
+		} else {
+			remote = append(remote, p)
+		}
+	}
+	if len(local) > 0 {
+		if err := s.runLocal(local, stream); err != nil {
+			return err
+		}
+	}
+	if len(remote) > 0 {
+		return s.net.Run(remote, stream)
+	}
+	return nil
+}
+
+func addressOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+// runLocal issues node-local phases on the node's communicator: one call
+// alone, several as one merged Plan.
+func (s *spanning) runLocal(phases []snac.Phase, stream uintptr) error {
+	l := s.local
+	for i := range phases {
+		if err := phases[i].Call.Validate(); err != nil {
+			return errs.New(errs.ErrInternal, "across nodes: a node phase %s: %v", phases[i].Call.Coll, err)
+		}
+	}
+	if len(phases) == 1 {
+		return l.launch(&phases[0].Call, stream)
+	}
+	g := &group{}
+	ops := make([]groupOp, len(phases))
+	for i := range phases {
+		ops[i] = groupOp{c: l, call: phases[i].Call, stream: stream}
+	}
+	return g.launchMerged(l, ops, stream)
+}

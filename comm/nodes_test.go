@@ -1,0 +1,246 @@
+package comm_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/comm"
+	"purlin/comm/nettest"
+	"purlin/errs"
+	"purlin/numeric"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// nodesConfig spans nodes virtual nodes over the host Atom, the inter-node
+// phases on the test network, with small staging so node phases reach
+// every SNAC regime.
+func nodesConfig(nodes int) comm.Config {
+	return comm.Config{Blocking: true, Timeout: 20 * time.Second, Workers: 2, StageHalf: 64 << 10,
+		P2PHalf: 16 << 10, PacketMax: 1 << 10, ChunkMax: 8 << 10, Nodes: nodes, Network: nettest.Loopback}
+}
+
+func startNodes(t *testing.T, n int, cfg comm.Config) []*comm.Comm {
+	t.Helper()
+	id, err := comm.GetUniqueID()
+	require.NoError(t, err)
+	comms := make([]*comm.Comm, n)
+	errList := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { comms[r], errList[r] = comm.InitRank(n, id, r, cfg, r) })
+	}
+	wg.Wait()
+	for r, err := range errList {
+		require.NoError(t, err, "rank %d", r)
+	}
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, c := range comms {
+			wg.Go(func() { c.Destroy() })
+		}
+		wg.Wait()
+	})
+	return comms
+}
+
+// hostBytes is C memory (MemAlloc), which the host Atom may use from any goroutine.
+func hostBytes(t *testing.T, n uint64) []byte {
+	p, err := comm.MemAlloc(max(n, 1))
+	require.NoError(t, err)
+	t.Cleanup(func() { comm.MemFree(p) })
+	return unsafe.Slice((*byte)(p), max(n, 1))[:n]
+}
+
+func addr(b []byte) uintptr {
+	if cap(b) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// TestCommAcrossNodes runs every collective the multi-node path serves on
+// communicators of 2x2, 2x3, 3x1 and 4x2 virtual nodes (node phases on
+// Purlin's host Atom, the others on the test network), on random data,
+// in place and apart, against the flat reference.
+func TestCommAcrossNodes(t *testing.T) {
+	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter}
+	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Int8}
+	rng := rand.New(rand.NewPCG(15, 2026))
+	for _, shape := range [][2]int{{2, 2}, {2, 3}, {3, 1}, {4, 2}} {
+		n := shape[0] * shape[1]
+		comms := startNodes(t, n, nodesConfig(shape[0]))
+		for _, coll := range colls {
+			for _, count := range []uint64{1, 7, 300, 5000} {
+				typ, op := types[rng.IntN(len(types))], spec.OpKind(rng.IntN(int(spec.PreMulSum)+1))
+				if op == spec.Avg && !typ.IsFloat() {
+					op = spec.Max
+				}
+				inPlace, root := rng.IntN(2) == 0, rng.IntN(n)
+				name := fmt.Sprintf("%dx%d/%s/%d/%s/%s/inplace=%v", shape[0], shape[1], coll, count, typ, spec.Op{Kind: op}, inPlace)
+				t.Run(name, func(t *testing.T) {
+					calls := make([]*spec.Call, n)
+					for r := range n {
+						calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
+							Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
+					}
+					runAcross(t, comms, calls, inPlace, rng)
+				})
+			}
+		}
+	}
+}
+
+// runAcross issues calls (one per rank) on comms and checks every output.
+func runAcross(t *testing.T, comms []*comm.Comm, calls []*spec.Call, inPlace bool, rng *rand.Rand) {
+	n := len(comms)
+	inputs := spectest.Inputs(rng, calls)
+	want := spectest.Expected(calls, inputs)
+	outs := make([][]byte, n)
+	for r, c := range calls {
+		in, out := c.Extents()
+		d := c.Coll.Definition()
+		recv := hostBytes(t, out)
+		send := hostBytes(t, in)
+		copy(send, inputs[r])
+		switch {
+		case inPlace && d.In.Shape == spec.Packed && d.Out.Shape == spec.Scattered && !d.Out.Rooted:
+			off, _ := c.OutPart(r, r)
+			copy(recv[off:], inputs[r])
+			send = recv[off : off+in]
+		case inPlace && d.In.Shape == spec.Scattered && d.Out.Shape == spec.Packed && !d.In.Rooted:
+			off, _ := c.InPart(r, r)
+			send = hostBytes(t, in)
+			copy(send, inputs[r])
+			recv = send[off : off+out]
+		case inPlace && in == out && in > 0:
+			copy(recv, inputs[r])
+			send = recv
+		}
+		c.Send, c.Recv, outs[r] = addr(send), addr(recv), recv
+	}
+	errList := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			call := *calls[r]
+			if call.Op.Kind == spec.PreMulSum { // through NCCL's op handle, as a caller makes it
+				scalar := hostBytes(t, uint64(call.Type.Size()))
+				if call.Type.IsFloat() {
+					numeric.SetFloat64(call.Type, scalar, 0, call.Op.Scalar)
+				} else {
+					numeric.SetInt64(call.Type, scalar, 0, int64(call.Op.Scalar))
+				}
+				op, err := comms[r].RedOpCreatePreMulSum(unsafe.Pointer(&scalar[0]), call.Type, comm.ScalarHostImmediate)
+				if errList[r] = err; err != nil {
+					return
+				}
+				call.Op = spec.Op{Kind: spec.OpKind(op)}
+			}
+			if errList[r] = comms[r].Collective(&call, 0); errList[r] == nil {
+				errList[r] = comms[r].Synchronize()
+			}
+		})
+	}
+	wg.Wait()
+	for r := range n {
+		require.NoError(t, errList[r], "rank %d", r)
+		require.NoError(t, spectest.CompareLevels(calls, inputs, r, outs[r], want[r]), "rank %d", r)
+	}
+}
+
+// TestCommAcrossNodesGroups: sends and receives between every pair of
+// ranks in one group (within nodes and across), and a group of collectives.
+func TestCommAcrossNodesGroups(t *testing.T) {
+	const n, count = 4, 33
+	comms := startNodes(t, n, nodesConfig(2))
+	send := make([][]byte, n)
+	recv := make([][][]byte, n)
+	for r := range n {
+		send[r] = hostBytes(t, count*4)
+		for i := range send[r] {
+			send[r][i] = byte(r*7 + i)
+		}
+		recv[r] = make([][]byte, n)
+		for p := range n {
+			recv[r][p] = hostBytes(t, count*4)
+		}
+	}
+	errList := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			comm.GroupStart()
+			for p := range n {
+				if p == r {
+					continue
+				}
+				s := spec.Call{Coll: spec.SendRecv, Count: count, Type: spec.Float32, Peer: p, IsSend: true, Send: addr(send[r])}
+				v := spec.Call{Coll: spec.SendRecv, Count: count, Type: spec.Float32, Peer: p, Recv: addr(recv[r][p])}
+				comms[r].Collective(&s, 0)
+				comms[r].Collective(&v, 0)
+			}
+			if errList[r] = comm.GroupEnd(); errList[r] == nil {
+				errList[r] = comms[r].Synchronize()
+			}
+		})
+	}
+	wg.Wait()
+	for r := range n {
+		require.NoError(t, errList[r], "rank %d", r)
+		for p := range n {
+			if p != r {
+				require.Equal(t, send[p], recv[r][p], "rank %d from %d", r, p)
+			}
+		}
+	}
+}
+
+// TestCommAcrossNodesRefuses: what the multi-node path cannot serve is an
+// error naming it, and the communicator stays usable.
+func TestCommAcrossNodesRefuses(t *testing.T) {
+	const n = 4
+	comms := startNodes(t, n, nodesConfig(2))
+	buf := hostBytes(t, 64)
+	c := spec.Call{Coll: spec.AllGatherV, Counts: []uint64{1, 1, 1, 1}, Displs: []uint64{0, 1, 2, 3}, Type: spec.Float32, Send: addr(buf), Recv: addr(buf[16:])}
+	err := comms[0].Collective(&c, 0)
+	require.ErrorIs(t, err, errs.ErrInvalidUsage)
+	require.ErrorContains(t, err, "across nodes")
+	// Still usable: an AllReduce on every rank.
+	calls := make([]*spec.Call, n)
+	for r := range n {
+		calls[r] = &spec.Call{Coll: spec.AllReduce, Count: 9, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Rank: r, NRanks: n}
+	}
+	runAcross(t, comms, calls, false, rand.New(rand.NewPCG(1, 2)))
+}
+
+// TestCommAcrossNodesNeedsEvenNodes: ranks that cannot form equal nodes fail init clearly.
+func TestCommAcrossNodesNeedsEvenNodes(t *testing.T) {
+	id, err := comm.GetUniqueID()
+	require.NoError(t, err)
+	errList := make([]error, 3)
+	var wg sync.WaitGroup
+	for r := range 3 {
+		wg.Go(func() {
+			c, err := comm.InitRank(3, id, r, nodesConfig(2), r)
+			if err == nil {
+				c.Destroy()
+			}
+			errList[r] = err
+		})
+	}
+	wg.Wait()
+	for r := range 3 {
+		require.ErrorContains(t, errList[r], "cannot form 2 nodes", "rank %d", r)
+	}
+}
