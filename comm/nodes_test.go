@@ -216,6 +216,16 @@ func TestCommAcrossNodesRefuses(t *testing.T) {
 	err := comms[0].Collective(&c, 0)
 	require.ErrorIs(t, err, errs.ErrInvalidUsage)
 	require.ErrorContains(t, err, "across nodes")
+	// Windows are refused too, on every rank (the registration is collective).
+	werr := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() { _, werr[r] = comms[r].WindowRegister(addr(hostBytes(t, 64)), 64, 0) })
+	}
+	wg.Wait()
+	for r := range n {
+		require.ErrorContains(t, werr[r], "across nodes", "rank %d", r)
+	}
 	// Still usable: an AllReduce on every rank.
 	calls := make([]*spec.Call, n)
 	for r := range n {
@@ -243,4 +253,33 @@ func TestCommAcrossNodesNeedsEvenNodes(t *testing.T) {
 	for r := range 3 {
 		require.ErrorContains(t, errList[r], "cannot form 2 nodes", "rank %d", r)
 	}
+}
+
+// TestCommAcrossNodesPeerAbort: a rank that aborts while the others run
+// fails them, within nodes and across, instead of leaving them waiting.
+func TestCommAcrossNodesPeerAbort(t *testing.T) {
+	const n, count = 4, 1 << 12
+	cfg := nodesConfig(2)
+	cfg.Timeout = 10 * time.Second
+	comms := startNodes(t, n, cfg)
+	errList := make([]error, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for r := range n - 1 {
+		wg.Go(func() {
+			buf := hostBytes(t, count*4)
+			c := spec.Call{Coll: spec.AllReduce, Count: count, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Send: addr(buf), Recv: addr(buf)}
+			if errList[r] = comms[r].Collective(&c, 0); errList[r] == nil {
+				errList[r] = comms[r].Synchronize()
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, comms[n-1].Abort())
+	wg.Wait()
+	for r := range n - 1 {
+		require.Error(t, errList[r], "rank %d", r)
+		t.Logf("rank %d: %v", r, errList[r])
+	}
+	require.Less(t, time.Since(start), cfg.Timeout, "the survivors failed by the abort, not by their timeout")
 }

@@ -253,6 +253,9 @@ var windowLE = binary.LittleEndian
 // on this rank (atom.WindowMapper, which an Atom implements or not). It is
 // collective over c's bootstrap; on failure every rank fails.
 func mapWindow(c *Comm, buff uintptr, size uint64) (atom.Window, error) {
+	if _, across := c.dp.(*spanning); across {
+		return nil, errs.New(errs.ErrUnsupported, "CommWindowRegister: not served on a communicator across nodes yet (docs/multinode.md)")
+	}
 	m, ok := c.dp.(atom.WindowMapper)
 	if !ok {
 		return nil, errs.New(errs.ErrUnsupported, "CommWindowRegister: the %s Atom has no windows", c.atomName)

@@ -163,11 +163,11 @@ suite_install() {
   [ "$failed" -eq 0 ]
 }
 
-# tools/perfplot.py's and tests/gpu/compare.py's tests (stdlib unittest), then `make bench` on this machine,
+# tools/perfplot.py's, tools/costmodel.py's and tests/gpu/compare.py's tests (stdlib unittest), then `make bench` on this machine,
 # which must end in a PASS verdict and leave its plot, build/bench.svg.
 suite_bench() {
   local passed=0 failed=0 log; log=$(mktemp)
-  for t in tools/perfplot_test.py tests/gpu/compare_test.py; do
+  for t in tools/perfplot_test.py tools/costmodel_test.py tests/gpu/compare_test.py; do
     if python3 -m unittest -q "$t" >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); cat "$log"; fi
   done
   rm -f "$root/build/bench.svg"

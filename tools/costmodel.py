@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""tools/costmodel.py: an alpha-beta model of AllReduce across nodes.
+
+Predicts the time of an AllReduce of S bytes over K nodes of L GPUs each
+for Purlin's hierarchical Program (node-local ReduceScatter over NVLink,
+an all-reduce of each 1/L piece on its rail through the network, node-local
+AllGather) and for NCCL's flat ring and tree, from a few link parameters.
+It is a model, not a measurement: docs/multinode.md says where each
+parameter comes from and what the tables mean.
+
+  python3 tools/costmodel.py                 # the tables of docs/multinode.md
+  python3 tools/costmodel.py --nodes 2 --local 8 --bytes 1048576
+  python3 tools/costmodel.py --json model.json
+"""
+import argparse
+import json
+import math
+import sys
+
+# Link parameters (seconds, bytes/second); docs/multinode.md gives their sources.
+PARAMS = {
+    "alpha_nvl": 2.4e-6,   # one node-local phase of Purlin (a small graph-mode collective, measured)
+    "hop_nvl": 0.6e-6,     # one NVLink hop of a ring or chain step (a flag across NVLink, measured)
+    "beta_nvl": 345e9,     # NVLink bus bandwidth per GPU (Purlin AllReduce at 1 GiB, measured)
+    "alpha_net": 5.0e-6,   # one step across the network (InfiniBand NDR with a proxy; assumed)
+    "beta_net": 45e9,      # one NIC per GPU: 400 Gb/s NDR = 50 GB/s, at 90 % efficiency (assumed)
+}
+
+
+def ring(n, s, alpha, beta):
+    """A ring AllReduce of s bytes over n ranks, 2(n-1) steps of s/n bytes:
+    (latency, bandwidth time) in seconds."""
+    return (2 * (n - 1) * alpha, 2 * (n - 1) / n * s / beta) if n > 1 else (0.0, 0.0)
+
+
+def tree(n, s, alpha, beta):
+    """A pipelined binary tree AllReduce (reduce up, broadcast down)."""
+    return (2 * math.ceil(math.log2(n)) * alpha, 2 * s / beta) if n > 1 else (0.0, 0.0)
+
+
+def nccl_ring(k, l, s, p):
+    # Rings cross the node boundary on every channel; a step lasts as long
+    # as its slowest hop (the network once k > 1). L rings share the L NICs
+    # and the NVLink bandwidth of each GPU.
+    step = p["alpha_net"] if k > 1 else p["hop_nvl"]
+    return sum(ring(k * l, s, step, min(p["beta_nvl"], l * p["beta_net"])))
+
+
+def nccl_tree(k, l, s, p):
+    # A tree between nodes (one rank of each), a chain of L inside each.
+    if k == 1:
+        return sum(ring(l, s, p["hop_nvl"], p["beta_nvl"]))
+    lat = 2 * (math.ceil(math.log2(k)) * p["alpha_net"] + (l - 1) * p["hop_nvl"])
+    return lat + 2 * s / min(p["beta_nvl"], l * p["beta_net"])
+
+
+def purlin(k, l, s, p, pipelined):
+    """Node ReduceScatter, the rail's all-reduce of each 1/L piece (ring or
+    tree, whichever is faster), node AllGather. Pipelined: chunks flow
+    through the phases at once, so latencies add and the slowest phase's
+    bytes bound the rest."""
+    node_lat, node_bw = (p["alpha_nvl"], (l - 1) / l * s / p["beta_nvl"]) if l > 1 else (0.0, 0.0)
+    net_lat, net_bw = min(ring(k, s / l, p["alpha_net"], p["beta_net"]), tree(k, s / l, p["alpha_net"], p["beta_net"]), key=sum)
+    if pipelined:
+        return 2 * node_lat + net_lat + max(2 * node_bw, net_bw)
+    return 2 * (node_lat + node_bw) + net_lat + net_bw
+
+
+def table(nodes, local, sizes, p):
+    rows = []
+    for k in nodes:
+        for s in sizes:
+            r = nccl_ring(k, local, s, p)
+            t = nccl_tree(k, local, s, p)
+            seq = purlin(k, local, s, p, False)
+            pipe = purlin(k, local, s, p, True)
+            rows.append({"nodes": k, "local": local, "bytes": s, "nccl_ring_us": r * 1e6, "nccl_tree_us": t * 1e6,
+                         "purlin_seq_us": seq * 1e6, "purlin_pipelined_us": pipe * 1e6,
+                         "best_nccl_over_purlin_seq": min(r, t) / seq, "best_nccl_over_purlin_pipelined": min(r, t) / pipe})
+    return rows
+
+
+def size_name(s):
+    for unit, b in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if s >= b:
+            return f"{s // b} {unit}"
+    return f"{s} B"
+
+
+def markdown(rows):
+    out = ["| nodes x GPUs | size | NCCL ring us | NCCL tree us | Purlin us (phases in turn) | Purlin us (pipelined) | best NCCL / Purlin |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['nodes']} x {r['local']} | {size_name(r['bytes'])} | {r['nccl_ring_us']:.1f} | {r['nccl_tree_us']:.1f} | "
+                   f"{r['purlin_seq_us']:.1f} | {r['purlin_pipelined_us']:.1f} | "
+                   f"{r['best_nccl_over_purlin_seq']:.2f} / {r['best_nccl_over_purlin_pipelined']:.2f} |")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, nargs="*", default=[2, 4, 8, 16, 32, 64])
+    ap.add_argument("--local", type=int, default=8, help="GPUs per node")
+    ap.add_argument("--bytes", type=int, nargs="*", default=[8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30])
+    ap.add_argument("--json", help="also write the rows here")
+    for name, v in PARAMS.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=float, default=v)
+    a = ap.parse_args(argv)
+    p = {name: getattr(a, name) for name in PARAMS}
+    rows = table(a.nodes, a.local, a.bytes, p)
+    print(markdown(rows))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"params": p, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Tests of tools/costmodel.py (python3 -m unittest tools/costmodel_test.py; tests/run.sh suite bench)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import costmodel  # noqa: E402
+
+P = costmodel.PARAMS
+
+
+class CostModelTest(unittest.TestCase):
+    def test_one_node_is_nvlink_alone(self):
+        # With one node no byte crosses the network: two node phases.
+        s = 1 << 20
+        want = 2 * (P["alpha_nvl"] + 7 / 8 * s / P["beta_nvl"])
+        self.assertAlmostEqual(costmodel.purlin(1, 8, s, P, False), want)
+
+    def test_one_gpu_a_node_is_the_rail_alone(self):
+        s = 1 << 20
+        ring = sum(costmodel.ring(4, s, P["alpha_net"], P["beta_net"]))
+        tree = sum(costmodel.tree(4, s, P["alpha_net"], P["beta_net"]))
+        self.assertAlmostEqual(costmodel.purlin(4, 1, s, P, False), min(ring, tree))
+
+    def test_pipelining_never_slower_and_times_grow_with_size(self):
+        for k in (2, 8, 64):
+            last = 0.0
+            for s in (8, 1 << 16, 1 << 24, 1 << 30):
+                seq, pipe = costmodel.purlin(k, 8, s, P, False), costmodel.purlin(k, 8, s, P, True)
+                self.assertLessEqual(pipe, seq + 1e-12)
+                self.assertGreater(seq, last)
+                last = seq
+
+    def test_ring_bandwidth_term(self):
+        lat, bw = costmodel.ring(4, 400, 1.0, 100.0)
+        self.assertEqual(lat, 6.0)
+        self.assertAlmostEqual(bw, 2 * 3 / 4 * 400 / 100.0)
+
+    def test_table_and_markdown(self):
+        rows = costmodel.table([2], 8, [8, 1 << 30], P)
+        self.assertEqual(len(rows), 2)
+        md = costmodel.markdown(rows)
+        self.assertIn("| 2 x 8 | 1 GiB |", md)
+
+
+if __name__ == "__main__":
+    unittest.main()
