@@ -3,10 +3,11 @@ package comm
 import (
 	"fmt"
 	"runtime"
-	"time"
 	"unsafe"
 
 	"purlin/atom"
+	"purlin/comm/ncclnet"
+	"purlin/comm/network"
 	"purlin/comm/rendezvous"
 	"purlin/config"
 	"purlin/errs"
@@ -20,37 +21,12 @@ import (
 // Network, in order on the caller's stream.
 
 // Network carries the phases of a multi-node communicator's calls that
-// cross nodes (snac.LevelRail and snac.LevelWorld).
-type Network interface {
-	// Run issues phases, one group of calls of one level with their Send
-	// and Recv addresses set, on stream: after the work enqueued there so
-	// far, and before the work enqueued after it. It never waits for a peer;
-	// a failure of the issued work is reported by AsyncError.
-	Run(phases []snac.Phase, stream uintptr) error
-	// AsyncError is the first error of the issued work, or nil.
-	AsyncError() error
-	// Abort makes every wait of issued and future work fail promptly.
-	Abort()
-	// Close releases the network after its work finished or was aborted.
-	Close()
-}
-
-// NetworkJob is what a Network is made from.
-type NetworkJob struct {
-	Rank    int // the communicator's
-	Nodes   snac.Nodes
-	Device  int
-	Timeout time.Duration
-	// AllGather exchanges bytes among every rank of the communicator (its
-	// bootstrap), for the network's own setup.
-	AllGather func(mine []byte) ([][]byte, error)
-	// Enqueue runs f in stream order on the node's datapath, where it has
-	// host streams (the host Atom); nil where streams are the GPU's.
-	Enqueue func(stream uintptr, f func() error) error
-}
-
-// NetworkFactory makes a communicator's Network (Config.Network).
-type NetworkFactory func(NetworkJob) (Network, error)
+// cross nodes; NetworkJob is what one is made from (package network).
+type (
+	Network        = network.Network
+	NetworkJob     = network.Job
+	NetworkFactory = network.Factory
+)
 
 // nodesOf is how the ranks whose records peers holds lie on nodes: in
 // `virtual` nodes of consecutive ranks when it is above 0 (Config.Nodes,
@@ -134,6 +110,9 @@ func (c *Comm) initNodes(boot *rendezvous.Bootstrap, nodes snac.Nodes) error {
 	}); ok {
 		job.Enqueue = q.Enqueue
 	}
+	if q, ok := child.dp.(interface{ InContext(func() error) error }); ok {
+		job.InContext = q.InContext
+	}
 	factory := c.cfg.Network
 	if factory == nil {
 		factory = defaultNetwork
@@ -154,10 +133,8 @@ func (c *Comm) initNodes(boot *rendezvous.Bootstrap, nodes snac.Nodes) error {
 }
 
 // defaultNetwork is the network a multi-node communicator gets when its
-// Config names none.
-func defaultNetwork(NetworkJob) (Network, error) {
-	return nil, errs.New(errs.ErrUnsupported, "this build has no network transport between nodes (set Config.Network); keep every rank on one node, or unset PURLIN_NODES")
-}
+// Config names none: NCCL's, loaded at run time.
+var defaultNetwork NetworkFactory = ncclnet.New
 
 // spanning is the datapath of a communicator across nodes: its node's
 // communicator and the network. It runs Programs (run), never Plans.
@@ -166,6 +143,15 @@ type spanning struct {
 	local *Comm
 	net   Network
 	nodes snac.Nodes
+	// last is the stream of the last call that used the Atom's scratch: a
+	// call on another stream waits for it first (one scratch serves all).
+	last uintptr
+	used bool
+}
+
+// deviceScratch is a GPU Atom's scratch for Programs (cuda.Rank.Scratch).
+type deviceScratch interface {
+	Scratch(n uint64) (uintptr, error)
 }
 
 func (s *spanning) Launch(*snac.Plan, []atom.Buffers, uintptr) error {
@@ -212,7 +198,26 @@ func (s *spanning) run(call *spec.Call, stream uintptr) error {
 	if err != nil {
 		return err
 	}
-	scratch := make([]byte, prog.Scratch) // host memory: the only Atom a Network serves yet
+	// Scratch: the GPU Atom's own device buffer, or Go memory for the
+	// host Atom, kept alive by a function after the Program.
+	var scratch []byte
+	var scratchAt uintptr
+	if prog.Scratch > 0 {
+		if d, ok := s.local.dp.(deviceScratch); ok {
+			if scratchAt, err = d.Scratch(prog.Scratch); err != nil {
+				return err
+			}
+			if s.used && s.last != stream {
+				if err = s.local.dp.Follow(stream, s.last); err != nil {
+					return err
+				}
+			}
+			s.last, s.used = stream, true
+		} else {
+			scratch = make([]byte, prog.Scratch)
+			scratchAt = addressOf(scratch)
+		}
+	}
 	base := func(b snac.Buffer) uintptr {
 		switch b {
 		case snac.BufSend:
@@ -220,9 +225,7 @@ func (s *spanning) run(call *spec.Call, stream uintptr) error {
 		case snac.BufRecv:
 			return call.Recv
 		case snac.BufScratch:
-			if len(scratch) > 0 {
-				return addressOf(scratch)
-			}
+			return scratchAt
 		}
 		return 0
 	}

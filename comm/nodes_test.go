@@ -283,3 +283,28 @@ func TestCommAcrossNodesPeerAbort(t *testing.T) {
 	}
 	require.Less(t, time.Since(start), cfg.Timeout, "the survivors failed by the abort, not by their timeout")
 }
+
+// TestCommAcrossNodesDefaultNetwork: without Config.Network the network is
+// NCCL's, which needs the CUDA Atom; on the host Atom init fails saying so
+// on every rank.
+func TestCommAcrossNodesDefaultNetwork(t *testing.T) {
+	cfg := nodesConfig(2)
+	cfg.Network = nil
+	id, err := comm.GetUniqueID()
+	require.NoError(t, err)
+	errList := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			c, err := comm.InitRank(2, id, r, cfg, r)
+			if err == nil {
+				c.Destroy()
+			}
+			errList[r] = err
+		})
+	}
+	wg.Wait()
+	for r := range 2 {
+		require.ErrorContains(t, errList[r], "CUDA Atom", "rank %d", r)
+	}
+}

@@ -20,6 +20,9 @@ type Rank struct {
 	topo   snac.Topology
 	device int
 	ctx    cuContext
+	// scratch is a multi-node communicator's (Scratch); 0 until asked for.
+	scratch      devicePtr
+	scratchBytes uint64
 	fn     kernels
 	pdl    bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
 	order  launchOrder // the rank's launches across streams
@@ -255,7 +258,41 @@ func (r *Rank) Close() error {
 	return err
 }
 
+// InContext runs f on a locked OS thread with the rank's context current
+// (a multi-node communicator initialises and drives NCCL's network there).
+func (r *Rank) InContext(f func() error) error { return inContext(r.ctx, f) }
+
+// Scratch returns device memory of at least n bytes that the rank keeps
+// until Close, for a multi-node communicator's Programs; it grows by a new
+// allocation once the context's work is done (a cold path: sizes settle
+// after the first calls).
+func (r *Rank) Scratch(n uint64) (uintptr, error) {
+	if n <= r.scratchBytes {
+		return uintptr(r.scratch), nil
+	}
+	err := inContext(r.ctx, func() error {
+		if r.scratch != 0 {
+			if res := driver.CtxSynchronize(); res != cuSuccess {
+				return cuErr(res, "cuCtxSynchronize", "before growing scratch")
+			}
+			driver.MemFree(r.scratch)
+			r.scratch, r.scratchBytes = 0, 0
+		}
+		var p devicePtr
+		if res := driver.MemAlloc(&p, uintptr(n)); res != cuSuccess {
+			return cuErr(res, "cuMemAlloc", "scratch of ", n, " bytes")
+		}
+		r.scratch, r.scratchBytes = p, n
+		return nil
+	})
+	return uintptr(r.scratch), err
+}
+
 func (r *Rank) free() {
+	if r.scratch != 0 {
+		driver.MemFree(r.scratch)
+		r.scratch, r.scratchBytes = 0, 0
+	}
 	r.plans.free()
 	r.order.free()
 	if r.mem != nil {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"purlin/comm"
+	"purlin/comm/network"
 	"purlin/errs"
 	"purlin/snac"
 	"purlin/snac/snactest"
@@ -29,9 +29,9 @@ type fabric struct {
 	users int
 }
 
-// Loopback is a comm.NetworkFactory for ranks of one process on the host
+// Loopback is a network.Factory for ranks of one process on the host
 // Atom (comm.Config.Network).
-func Loopback(job comm.NetworkJob) (comm.Network, error) {
+func Loopback(job network.Job) (network.Network, error) {
 	if job.Enqueue == nil {
 		return nil, errs.New(errs.ErrUnsupported, "nettest.Loopback serves the host Atom only")
 	}
@@ -59,15 +59,15 @@ func Loopback(job comm.NetworkJob) (comm.Network, error) {
 	}
 	f.users++
 	fabrics.mu.Unlock()
-	n := &network{id: id, f: f, job: job}
+	n := &loopback{id: id, f: f, job: job}
 	n.party = snactest.Party{Rank: job.Rank, Nodes: job.Nodes, Memory: memory}
 	return n, nil
 }
 
-type network struct {
+type loopback struct {
 	id     [16]byte
 	f      *fabric
-	job    comm.NetworkJob
+	job    network.Job
 	party  snactest.Party // used by the stream functions, one at a time per rank
 	mu     sync.Mutex     // the party's meeting counts: streams may run concurrently
 	failed atomic.Pointer[error]
@@ -83,7 +83,7 @@ func memory(_ snac.Span, addr uintptr, n uint64) []byte {
 	return unsafe.Slice((*byte)(p), n)
 }
 
-func (n *network) Run(phases []snac.Phase, stream uintptr) error {
+func (n *loopback) Run(phases []snac.Phase, stream uintptr) error {
 	batch := append([]snac.Phase(nil), phases...)
 	return n.job.Enqueue(stream, func() error {
 		n.mu.Lock()
@@ -96,16 +96,16 @@ func (n *network) Run(phases []snac.Phase, stream uintptr) error {
 	})
 }
 
-func (n *network) AsyncError() error {
+func (n *loopback) AsyncError() error {
 	if e := n.failed.Load(); e != nil {
 		return *e
 	}
 	return nil
 }
 
-func (n *network) Abort() { n.f.Abort() }
+func (n *loopback) Abort() { n.f.Abort() }
 
-func (n *network) Close() {
+func (n *loopback) Close() {
 	fabrics.mu.Lock()
 	defer fabrics.mu.Unlock()
 	if n.closed {

@@ -11,8 +11,11 @@
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
+#   nodes      PURLIN_NODES=2: the GPUs as 2 virtual nodes, calls between them on
+#              NCCL's network forced onto sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1),
+#              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count)
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
-# racecheck.log, python.log, dropin.tgz.
+# racecheck.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
 # purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
@@ -71,6 +74,19 @@ verdict torch $? "($(tail -1 "$gpu/dropin/torch-run.txt"))"
 PYNCCL_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
 verdict pynccl $? "($(tail -1 "$gpu/dropin/pynccl-run.txt"))"
 tar -czf "$out/dropin.tgz" -C "$gpu" dropin
+
+# ---------- nodes: 2 virtual nodes, NCCL's network between them ----------
+if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
+  s=0
+  for c in allreduce allgather reducescatter alltoall broadcast reduce gather scatter sendrecv; do
+    for lib in purlin nccl; do
+      echo "## RUN nodes $lib $c" >>"$out/nodes-$lib.txt"
+      PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
+        "$bin/perf-$lib" "$c" -g "$NGPUS" -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-$lib.txt" 2>&1 || { s=1; note "FAIL nodes $lib $c"; }
+    done
+  done
+  verdict nodes $s "($(wrong "$out/nodes-purlin.txt"); nodes-purlin.txt beside nodes-nccl.txt)"
+else note "SKIP nodes (needs an even number of GPUs, at least 2)"; fi
 
 echo "extended gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
 exit $fail
