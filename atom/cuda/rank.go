@@ -23,17 +23,17 @@ type Rank struct {
 	// scratch is a multi-node communicator's (Scratch); 0 until asked for.
 	scratch      devicePtr
 	scratchBytes uint64
-	fn     kernels
-	pdl    bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
-	order  launchOrder // the rank's launches across streams
-	layout layout
-	mem    *symmetric
-	epochs devicePtr
-	host   hostMapped // [0:4] abort word (uint32, see abortAll), [8:16] status word (uint64)
-	copies cuStream   // private non-blocking stream of copyToDevice (Plan uploads, window writes)
-	base   launchArgs // the Launch fields every call shares
-	plans  plans
-	gone   [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone (PeerGone); set before its bit
+	fn           kernels
+	pdl          bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
+	order        launchOrder // the rank's launches across streams
+	layout       layout
+	mem          *symmetric
+	epochs       devicePtr
+	host         hostMapped // [0:4] abort word (uint32, see abortAll), [8:16] status word (uint64)
+	copies       cuStream   // private non-blocking stream of copyToDevice (Plan uploads, window writes)
+	base         launchArgs // the Launch fields every call shares
+	plans        plans
+	gone         [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone (PeerGone); set before its bit
 }
 
 // abortAll is the bit of the abort word that Abort sets: it ends every wait.
