@@ -11,11 +11,18 @@ parameter comes from and what the tables mean.
   python3 tools/costmodel.py                 # the tables of docs/multinode.md
   python3 tools/costmodel.py --nodes 2 --local 8 --bytes 1048576
   python3 tools/costmodel.py --json model.json
+  python3 tools/costmodel.py --nodes 2 --local 1 --perf nodes-purlin.txt
+      # the model beside a purlin-perf allreduce run on those nodes
+      # (PURLIN_NODES), measured time in the last column
 """
 import argparse
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu"))
+from compare import parse  # noqa: E402  (one parser of purlin-perf's output)
 
 # Link parameters (seconds, bytes/second); docs/multinode.md gives their sources.
 PARAMS = {
@@ -97,16 +104,34 @@ def markdown(rows):
     return "\n".join(out)
 
 
+def beside(path, k, l, p):
+    """The model beside purlin-perf's allreduce rows in path (one row per
+    size, mode and type): measured us last."""
+    rows, _, _ = parse(path)
+    out = ["| mode | type | size | NCCL ring us | NCCL tree us | Purlin model us (in turn / pipelined) | measured us |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for (mode, procs, reg, coll, dtype, size), (t, _, _) in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][4], kv[0][5])):
+        if coll != "allreduce":
+            continue
+        out.append(f"| {mode} | {dtype} | {size_name(size)} | {nccl_ring(k, l, size, p) * 1e6:.1f} | {nccl_tree(k, l, size, p) * 1e6:.1f} | "
+                   f"{purlin(k, l, size, p, False) * 1e6:.1f} / {purlin(k, l, size, p, True) * 1e6:.1f} | {t:.1f} |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, nargs="*", default=[2, 4, 8, 16, 32, 64])
     ap.add_argument("--local", type=int, default=8, help="GPUs per node")
     ap.add_argument("--bytes", type=int, nargs="*", default=[8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30])
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--perf", help="a purlin-perf output of allreduce on --nodes[0] x --local: print the model beside it")
     for name, v in PARAMS.items():
         ap.add_argument("--" + name.replace("_", "-"), type=float, default=v)
     a = ap.parse_args(argv)
     p = {name: getattr(a, name) for name in PARAMS}
+    if a.perf:
+        print(beside(a.perf, a.nodes[0], a.local, p))
+        return 0
     rows = table(a.nodes, a.local, a.bytes, p)
     print(markdown(rows))
     if a.json:

@@ -43,5 +43,30 @@ class CostModelTest(unittest.TestCase):
         self.assertIn("| 2 x 8 | 1 GiB |", md)
 
 
+PERF = """## RUN mode=eager lib=purlin coll=allreduce args: -g 2
+# purlin-perf allreduce: backend cuda, NCCL API version 22809, one process, one thread
+# Collective: allreduce
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+           8             2     float     sum      -1    12.00    0.00    0.00       0    12.10    0.00    0.00       0
+     1048576        262144     float     sum      -1    99.50   10.54   10.54       0    99.00   10.59   10.59       0
+"""
+
+
+class BesideTest(unittest.TestCase):
+    def test_model_beside_a_run(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(PERF)
+        try:
+            out = costmodel.beside(f.name, 2, 1, P)
+        finally:
+            os.unlink(f.name)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 4)
+        self.assertTrue(lines[2].endswith("| 12.0 |"), lines[2])
+        self.assertIn("| 1 MiB |", lines[3])
+        self.assertTrue(lines[3].endswith("| 99.5 |"), lines[3])
+
+
 if __name__ == "__main__":
     unittest.main()
