@@ -129,6 +129,7 @@ func New(job network.Job) (network.Network, error) {
 	if _, err := Load(); err != nil {
 		return nil, err
 	}
+	connectAtInit()
 	var id [128]byte
 	var mine []byte
 	if job.Rank == 0 {
@@ -167,6 +168,20 @@ func New(job network.Job) (network.Network, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// connectAtInit makes NCCL connect its peers in ncclCommInitRank, where
+// every rank runs at once, rather than in the first collective
+// (NCCL_RUNTIME_CONNECT=0, unless the user set it): a Program issues one
+// rank's network group at a time, and a process that drives several ranks
+// from one thread would otherwise wait in rank 0's first group for a peer
+// its own thread has not reached (on 2x H200 every first collective hung).
+// Sends and receives still connect on first use, so across nodes AllToAll,
+// Gather, Scatter and Send/Recv need one thread (or process) per rank.
+func connectAtInit() {
+	if _, set := os.LookupEnv("NCCL_RUNTIME_CONNECT"); !set {
+		os.Setenv("NCCL_RUNTIME_CONNECT", "0")
+	}
 }
 
 type nccl struct {

@@ -59,3 +59,12 @@ func TestNewNeedsTheCUDAAtom(t *testing.T) {
 	require.ErrorIs(t, err, errs.ErrUnsupported)
 	require.ErrorContains(t, err, "CUDA Atom")
 }
+
+func TestConnectAtInitKeepsTheUsersChoice(t *testing.T) {
+	t.Setenv("NCCL_RUNTIME_CONNECT", "1")
+	connectAtInit()
+	require.Equal(t, "1", os.Getenv("NCCL_RUNTIME_CONNECT"))
+	os.Unsetenv("NCCL_RUNTIME_CONNECT")
+	connectAtInit()
+	require.Equal(t, "0", os.Getenv("NCCL_RUNTIME_CONNECT"))
+}
