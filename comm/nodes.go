@@ -3,6 +3,7 @@ package comm
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"purlin/atom"
@@ -46,7 +47,7 @@ func nodesOf(peers []rendezvous.PeerInfo, virtual int) (snac.Nodes, error) {
 		switch {
 		case len(hosts) > 0 && hosts[len(hosts)-1] == p.Host:
 			sizes[len(sizes)-1]++
-		case containsString(hosts, p.Host):
+		case slices.Contains(hosts, p.Host):
 			return snac.Nodes{}, errs.New(errs.ErrInvalidUsage, "CommInitRank: the ranks on host %s are not consecutive (rank %d); Purlin needs each node's ranks numbered together", p.Host, r)
 		default:
 			hosts, sizes = append(hosts, p.Host), append(sizes, 1)
@@ -58,15 +59,6 @@ func nodesOf(peers []rendezvous.PeerInfo, virtual int) (snac.Nodes, error) {
 		}
 	}
 	return snac.Nodes{Count: len(sizes), Local: sizes[0]}, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // initNodes makes c, of nodes' ranks, a communicator across nodes: a

@@ -236,13 +236,19 @@ func TestCommAcrossNodesRefuses(t *testing.T) {
 
 // TestCommAcrossNodesNeedsEvenNodes: ranks that cannot form equal nodes fail init clearly.
 func TestCommAcrossNodesNeedsEvenNodes(t *testing.T) {
+	requireInitFails(t, 3, nodesConfig(2), "cannot form 2 nodes")
+}
+
+// requireInitFails inits n ranks with cfg and requires every one to fail
+// with an error containing want (a rank that succeeds is destroyed).
+func requireInitFails(t *testing.T, n int, cfg comm.Config, want string) {
 	id, err := comm.GetUniqueID()
 	require.NoError(t, err)
-	errList := make([]error, 3)
+	errList := make([]error, n)
 	var wg sync.WaitGroup
-	for r := range 3 {
+	for r := range n {
 		wg.Go(func() {
-			c, err := comm.InitRank(3, id, r, nodesConfig(2), r)
+			c, err := comm.InitRank(n, id, r, cfg, r)
 			if err == nil {
 				c.Destroy()
 			}
@@ -250,8 +256,8 @@ func TestCommAcrossNodesNeedsEvenNodes(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for r := range 3 {
-		require.ErrorContains(t, errList[r], "cannot form 2 nodes", "rank %d", r)
+	for r := range n {
+		require.ErrorContains(t, errList[r], want, "rank %d", r)
 	}
 }
 
@@ -290,21 +296,5 @@ func TestCommAcrossNodesPeerAbort(t *testing.T) {
 func TestCommAcrossNodesDefaultNetwork(t *testing.T) {
 	cfg := nodesConfig(2)
 	cfg.Network = nil
-	id, err := comm.GetUniqueID()
-	require.NoError(t, err)
-	errList := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Go(func() {
-			c, err := comm.InitRank(2, id, r, cfg, r)
-			if err == nil {
-				c.Destroy()
-			}
-			errList[r] = err
-		})
-	}
-	wg.Wait()
-	for r := range 2 {
-		require.ErrorContains(t, errList[r], "CUDA Atom", "rank %d", r)
-	}
+	requireInitFails(t, 2, cfg, "CUDA Atom")
 }

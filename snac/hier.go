@@ -181,8 +181,7 @@ func (h *hier) phase(level Level, coll spec.Collective, count uint64, send, recv
 		c.Rank, c.NRanks = h.node, h.nodes.Count
 		// The node-local phase applied the op's scalar or mean already:
 		// a rail only adds (or keeps) partial results.
-		switch c.Op.Kind {
-		case spec.PreMulSum:
+		if c.Op.Kind == spec.PreMulSum {
 			c.Op = spec.Op{Kind: spec.Sum}
 		}
 	default:
