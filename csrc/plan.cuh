@@ -66,6 +66,8 @@ struct Worker {
   uint16_t index;
   uint32_t first;
   uint32_t count;
+  uint8_t engine;  // snac.Engine: the copy engine's workers run in purlin_signals and copies (atom/cuda engine.go)
+  uint8_t pad[3];
 };
 
 /** Every rank's symmetric memory, as this rank's device addresses it. */
@@ -127,11 +129,12 @@ PURLIN_OFFSET(Step, src, Src, 56);
 PURLIN_OFFSET(Step, row, Row, 248);
 PURLIN_OFFSET(Step, col, Col, 252);
 
-PURLIN_SIZE(Worker, 12);
+PURLIN_SIZE(Worker, 16);
 PURLIN_OFFSET(Worker, channel, Channel, 0);
 PURLIN_OFFSET(Worker, index, Index, 2);
 PURLIN_OFFSET(Worker, first, First, 4);
 PURLIN_OFFSET(Worker, count, Count, 8);
+PURLIN_OFFSET(Worker, engine, Engine, 12);
 
 PURLIN_SIZE(Peers, 192);
 PURLIN_SIZE(Launch, 1048);

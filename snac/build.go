@@ -49,8 +49,18 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		// MaxWorkers workers, so each point-to-point Plan takes its share only.
 		t.Workers = max(1, min(t.Workers, MaxWorkers/(2*t.NRanks)))
 	}
+	engine := engineServes(c, t, longest, known)
+	if engine {
+		// Both halves, at fixed addresses (engine.go); a worker more for
+		// the local copies, where the collective has them.
+		half *= 2
+		t.Workers, t.ChunkMax = t.EngineWorkers, t.EngineChunk
+		if copiesLocally(c.Coll) {
+			t.Workers++
+		}
+	}
 	packetMax := packetLimit(c, t)
-	packets := known && longest <= packetMax && packable(c)
+	packets := known && longest <= packetMax && packable(c) && !engine
 	gt := t
 	if c.Coll.Rooted() && c.NRanks > 1 && packets && t.Workers > 1 {
 		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)
@@ -62,6 +72,9 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		// rank reserves them, copy or not, so that worker w handles the
 		// same bytes on both ends of every transfer.
 		reserve = localWorkers(t.Workers)
+		if engine {
+			reserve = 1
+		}
 		gt.Workers -= reserve
 	}
 	g, err := newGeometry(gt, half, longest, segs, packets, !known, grainOf(c))
@@ -69,9 +82,10 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
-	if !packable(c) {
+	if !packable(c) || engine {
 		b.packetMax = 0
 	}
+	b.engine = engine
 	if reserve > 0 {
 		b.locals = min(reserve, int(ceilDiv(x.localLongest(), localGrain)))
 	}
@@ -145,6 +159,8 @@ func (t Topology) check(c *spec.Call) error {
 		return errs.New(errs.ErrInvalidUsage, "snac: call for rank %d of %d on topology rank %d of %d", c.Rank, c.NRanks, t.Rank, t.NRanks)
 	case t.Workers < 1:
 		return errs.New(errs.ErrInvalidUsage, "snac: topology with %d workers", t.Workers)
+	case t.EngineMin != 0 && (t.EngineMin <= t.PacketMax || t.EngineWorkers < 1 || t.EngineWorkers >= MaxWorkers || t.EngineChunk < unit):
+		return errs.New(errs.ErrInvalidUsage, "snac: topology's copy engine: from %d bytes (packets to %d), %d workers, chunks of %d", t.EngineMin, t.PacketMax, t.EngineWorkers, t.EngineChunk)
 	case t.StageHalf < unit*MaxRanks || t.P2PHalf < unit || t.PacketMax < 8 || t.ChunkMax < unit:
 		return errs.New(errs.ErrInvalidUsage, "snac: topology too small: %+v", t)
 	}

@@ -38,6 +38,9 @@ type builder struct {
 	// scalar where the Plan first reads it (stageInput, and the own source
 	// of each reduce), and nowhere else.
 	premul bool
+	// engine is set for a Plan of the copy engine (engine.go): its workers
+	// are EngineCopy and its staging Refs carry no Half.
+	engine bool
 }
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
@@ -88,10 +91,14 @@ func (b *builder) consumedSlot(from, to, w int) uint32 {
 // consumer, that producer from pushes into: the collective half (where
 // segments keep producers apart), or owner's p2p area for from.
 func (b *builder) stage(owner, from int, off uint64) Ref {
+	r := Ref{Space: SpaceStage, Rank: uint8(owner), Off: off, Half: b.t.StageHalf}
 	if b.p2p {
-		return Ref{Space: SpaceStage, Rank: uint8(owner), Off: b.t.P2PStageOff(from) + off, Half: b.t.P2PHalf}
+		r.Off, r.Half = b.t.P2PStageOff(from)+off, b.t.P2PHalf
 	}
-	return Ref{Space: SpaceStage, Rank: uint8(owner), Off: off, Half: b.t.StageHalf}
+	if b.engine {
+		r.Half = 0 // off spans both halves (engine.go)
+	}
+	return r
 }
 
 // packet is payload byte off of producer from's window on consumer to.
@@ -184,7 +191,11 @@ func (b *builder) plan(regime Regime) *Plan {
 		default:
 			p.Steps = append(p.Steps, b.steps[w]...)
 		}
-		p.Workers = append(p.Workers, Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)})
+		wk := Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)}
+		if b.engine {
+			wk.Engine = EngineCopy
+		}
+		p.Workers = append(p.Workers, wk)
 	}
 	return p
 }

@@ -20,6 +20,8 @@ package snac
 // the sender with this transfer's epoch: every transfer before it is done.
 func (b *builder) doneHead(p *Plan, w int) {
 	switch {
+	case b.writes && b.engine: // one region for every transfer: the one before this must be done (engine.go)
+		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: FlagSlot(SendChannel(b.peer), FlagDone, b.peer, 0), Delta: 0, Check: DoneCheck})
 	case b.writes:
 		p.Steps = append(p.Steps, Step{Verb: Wait, Slot: FlagSlot(SendChannel(b.peer), FlagDone, b.peer, 0), Delta: DoneDelta, Check: DoneCheck})
 	case !b.sender && w == 0:

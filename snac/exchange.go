@@ -96,8 +96,14 @@ func (b *builder) emit(x *exchange) {
 				b.local(w, l, lo, hi)
 			}
 		}
+		if b.engine {
+			b.enter(w, x)
+		}
 		for c := range b.chunkCount(x) {
 			b.emitChunk(w, c, x)
+		}
+		if b.engine {
+			b.leave(w, x)
 		}
 		b.emitPacketReceives(w, x)
 	}
@@ -229,7 +235,7 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		}
 		waitFor(in.from, in.check)
 		rows(b.copy(w, at(SpaceRecv, in.dst, lo, in.dstStride), b.stage(b.me, in.from, g.stageOff(w, c, in.seg)), hi-lo, 0, 0), lo, in.dstStride)
-		if g.ring(in.length) {
+		if g.ring(in.length) || b.engine {
 			drained |= 1 << in.from
 		}
 	}

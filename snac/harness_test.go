@@ -20,6 +20,14 @@ func testTopo(n int) snac.Topology {
 	return snac.Topology{NRanks: n, Workers: 4, StageHalf: 64 << 10, P2PHalf: 16 << 10, PacketMax: 2 << 10, ChunkMax: 8 << 10}
 }
 
+// engineTopo is testTopo with a copy engine: 2 workers, chunks of 4 KiB,
+// for every copy collective from 6 KiB on.
+func engineTopo(n int) snac.Topology {
+	t := testTopo(n)
+	t.EngineMin, t.EngineWorkers, t.EngineChunk = 6<<10, 2, 4<<10
+	return t
+}
+
 const base = 1 << 12 // simulated address of every rank's user memory
 
 // world is n simulated ranks running calls one after another.
@@ -36,8 +44,13 @@ type world struct {
 	alter func(r int, t *snac.Topology)
 }
 
+// newWorld makes n ranks; with an odd seed their Atom has a copy engine,
+// from 6 KiB (engine.go), so every test runs both forms of the copies.
 func newWorld(t *testing.T, n int, seed uint64) *world {
 	topo := testTopo(n)
+	if seed%2 == 1 {
+		topo = engineTopo(n)
+	}
 	w := &world{t: t, n: n, topo: topo, sim: snactest.New(topo, seed), rng: rand.New(rand.NewPCG(seed, 7))}
 	for range n {
 		w.plans = append(w.plans, snac.NewCache(64))

@@ -96,15 +96,39 @@ func (out *Plan) appendChain(ch uint16, links []chainLink) {
 		first := len(out.Steps)
 		for i, part := range parts {
 			if i > 0 {
-				if ch == Collective || receiving(ch) { // see hello.go and done.go
+				// See hello.go and done.go; a copy engine's transfer
+				// keeps its region apart from the next only by its
+				// workers' ends (engine.go), so one ends before the next
+				// starts on any worker.
+				if ch == Collective || receiving(ch) || engineOf(parts[i-1]) || engineOf(part) {
 					out.Steps = join(out.Steps, ch, out.Rank, idx, width)
 				}
 				out.Steps = append(out.Steps, Step{Verb: Advance})
 			}
 			out.Steps = appendWorker(out.Steps, part, idx)
 		}
-		out.Workers = append(out.Workers, Worker{Channel: ch, Index: idx, First: uint32(first), Count: uint32(len(out.Steps) - first)})
+		out.Workers = append(out.Workers, Worker{Channel: ch, Index: idx, First: uint32(first), Count: uint32(len(out.Steps) - first),
+			Engine: chainEngine(parts, idx)})
 	}
+}
+
+// engineOf reports whether a Plan's workers on a chain (part) run on a copy engine.
+func engineOf(part []chainLink) bool {
+	return part[0].plan.Workers[part[0].worker].Engine == EngineCopy
+}
+
+// chainEngine is the engine of worker index idx of a chain: the copy
+// engine where every Plan with a worker idx there runs it on one (the
+// others only advance), else the processors, which run any step.
+func chainEngine(parts [][]chainLink, idx uint16) Engine {
+	for _, part := range parts {
+		for _, l := range part {
+			if wk := l.plan.Workers[l.worker]; wk.Index == idx && wk.Engine != EngineCopy {
+				return EngineSM
+			}
+		}
+	}
+	return EngineCopy
 }
 
 // appendWorker appends the steps of worker index idx among one Plan's

@@ -175,7 +175,28 @@ type Worker struct {
 	Index   uint16 // epoch slot within the channel
 	First   uint32 // first step in Plan.Steps
 	Count   uint32 // number of steps
+	Engine  Engine // what may run the worker's copies (an Atom without a copy engine runs every worker alike)
+	_       [3]byte
 }
+
+// Engine says what moves a worker's bytes.
+type Engine uint8
+
+const (
+	// EngineSM: the Atom's processors (GPU thread blocks, host goroutines).
+	EngineSM Engine = iota
+	// EngineCopy: the worker's steps are Copy, Notify, Wait and Advance
+	// only, and each Copy is a few large contiguous runs between the
+	// caller's buffers and staging whose Refs carry no Half (the same
+	// addresses in every call), so an Atom may hand each Copy to a copy
+	// engine as one bulk transfer in the worker's order, and run only the
+	// signals itself (Topology.EngineMin).
+	EngineCopy
+)
+
+var engineNames = [...]string{"sm", "copy"}
+
+func (e Engine) String() string { return engineNames[e] }
 
 // Plan is what SNAC derives for one rank from a call, the topology and the size.
 // It holds no pointers to user memory: a cached Plan serves any buffers of its shape.

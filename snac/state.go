@@ -91,6 +91,14 @@ type Topology struct {
 	PacketMax uint64
 	// ChunkMax bounds a chunk per worker in the chunked and ring regimes.
 	ChunkMax uint64
+	// EngineMin is the shortest transfer that a collective of copies
+	// alone (no reduction, no rows) moves with the Atom's copy engine: its
+	// Plan's workers are EngineCopy (engine.go). 0: the Atom has none, or
+	// it is off. EngineWorkers and EngineChunk are such a Plan's data
+	// workers (copy-engine queues) and its chunk bound.
+	EngineMin     uint64
+	EngineWorkers int
+	EngineChunk   uint64
 }
 
 // StageBytes is the size of one rank's staging buffer:

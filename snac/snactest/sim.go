@@ -1,6 +1,7 @@
 package snactest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -186,7 +187,7 @@ func (s *Sim) advance(rk *rank) error {
 		}
 		rk.cur, rk.queue = rk.queue[0], rk.queue[1:]
 		p := rk.cur.Plan
-		if err := sameAdvances(p); err != nil {
+		if err := errors.Join(engineSteps(p), sameAdvances(p)); err != nil {
 			return fmt.Errorf("snactest: rank %d call %d: %w", rk.id, rk.calls, err)
 		}
 		rk.workers = make([]worker, len(p.Workers))
@@ -197,6 +198,28 @@ func (s *Sim) advance(rk *rank) error {
 			}
 		}
 	}
+}
+
+// engineSteps checks the contract of p's copy-engine workers
+// (snac.EngineCopy): Copy, Notify, Wait and Advance steps only, and every
+// Copy one contiguous run between plain memory at fixed addresses (no
+// packets, no rows, no Half), so an Atom can hand it to a copy engine.
+func engineSteps(p *snac.Plan) error {
+	for w, wk := range p.Workers {
+		if wk.Engine != snac.EngineCopy {
+			continue
+		}
+		for i, st := range p.WorkerSteps(w) {
+			switch {
+			case st.Verb == snac.Notify || st.Verb == snac.Wait || st.Verb == snac.Advance:
+			case st.Verb != snac.Copy:
+				return errs.New(errs.ErrInternal, "copy-engine worker %d step %d: a %s", w, i, st.Verb)
+			case st.Row != 0 || st.Dst.Half != 0 || st.Src[0].Half != 0 || st.Dst.Space == snac.SpacePacket || st.Src[0].Space == snac.SpacePacket:
+				return errs.New(errs.ErrInternal, "copy-engine worker %d step %d: a copy of packets, rows or halves (%+v <- %+v)", w, i, st.Dst, st.Src[0])
+			}
+		}
+	}
+	return nil
 }
 
 // sameAdvances checks that the workers of each channel of p hold the same

@@ -231,7 +231,13 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 		unread := owner.stageUnread[at/tagUnit : (at+n+tagUnit-1)/tagUnit]
 		t := tag(w.epoch, rk.id)
 		for k := range units {
-			if unread[k] && units[k] == t {
+			// A writer never overwrites what it staged before and no one
+			// has read yet: in this call (a ring slot reused early) or in
+			// an earlier one (staging that a call does not keep apart from
+			// the calls before it, as the copy engine's fixed region). What
+			// another writer staged is its own: ranks that disagree on a
+			// call collide there, and their check words say so.
+			if unread[k] && units[k]&15 == t&15 {
 				return errs.New(errs.ErrInternal, "rank %d overwrites rank %d staging byte %d, unread since %s", rk.id, owner.id, at+uint64(k)*tagUnit, tagString(units[k]))
 			}
 		}

@@ -1,0 +1,101 @@
+package snac_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// copyCollectives are the collectives of copies alone, which a copy engine
+// may move (snac/engine.go).
+var copyCollectives = []spec.Collective{spec.AllGather, spec.AllGatherV, spec.AllToAll, spec.Broadcast, spec.Gather, spec.Scatter}
+
+// engineLadder is bytes per transfer for engineTopo. On the copy engine
+// (6 KiB on) and on the processors in turn, at both parities of the call
+// count, so that one form writes where the other staged last (the engine's
+// region spans both halves); on the engine twice in a row, in one chunk a
+// worker (8 KiB) and as a ring (more chunks than slots: 40 and 96 KiB).
+var engineLadder = []uint64{8 << 10, 5 << 10, 5 << 10, 8 << 10, 5 << 10, 8 << 10, 8 << 10, 5 << 10, 40 << 10, 40 << 10,
+	5 << 10, 24 << 10, 96 << 10, 96 << 10, 700, 5 << 10, 8 << 10, 24}
+
+// TestCopyEnginePlans: from Topology.EngineMin on, a copy collective's Plan
+// is the copy engine's (every worker EngineCopy, its staging at fixed
+// addresses), below it and for reductions the processors'. Every rank's
+// calls are queued in one simulator Run, as a stream queues them: a rank
+// that finishes a call starts the next while its peers still read what it
+// staged in the one before, in either form.
+func TestCopyEnginePlans(t *testing.T) {
+	for _, n := range []int{2, 4, 8} {
+		for _, coll := range append(copyCollectives, spec.AllReduce, spec.ReduceScatter, spec.Reduce) {
+			seed := 2*uint64(10*n+int(coll)) + 1
+			q := newQueue(t, n, seed, engineTopo(n))
+			engines := 0
+			for i, bytes := range engineLadder {
+				typ := everyType[(i+int(coll)+n)%len(everyType)]
+				calls := ladderCalls(n, coll, typ, spectest.OpFor(spec.Op{Kind: spec.Sum}, typ, n), bytes, (i+int(coll))%n)
+				for r, c := range calls {
+					p, err := snac.Build(c, q.w.rankTopo(r))
+					require.NoError(t, err)
+					for _, wk := range p.Workers {
+						require.Equal(t, p.Workers[0].Engine, wk.Engine, "one engine a Plan")
+					}
+					if len(p.Workers) > 0 && p.Workers[0].Engine == snac.EngineCopy {
+						require.False(t, c.Coll.Reduces(), "%s on the copy engine", c.Coll)
+						engines++
+					}
+				}
+				q.add(calls, inPlaceExists(coll) && i%2 == 1)
+			}
+			q.run("n=%d %s, seed %d", n, coll, seed)
+			if coll.Reduces() {
+				require.Zero(t, engines, "n=%d %s", n, coll)
+			} else {
+				require.Positive(t, engines, "n=%d %s: never on the copy engine", n, coll)
+			}
+		}
+	}
+}
+
+// TestCopyEngineSendRecv: transfers on and off the copy engine follow each
+// other on every pair of channels in one simulator Run (a sender runs
+// ahead into the next transfer while its receiver still reads), each call
+// alone, then all of a rank's calls merged into one group.
+func TestCopyEngineSendRecv(t *testing.T) {
+	for _, n := range []int{2, 4, 8} {
+		for _, grouped := range []bool{false, true} {
+			w := newWorld(t, n, uint64(2*n+1))
+			prog := spectest.Program{NRanks: n}
+			for i, bytes := range engineLadder {
+				typ := everyType[(i*5+n)%len(everyType)]
+				for r := range n {
+					prog.Events = append(prog.Events, spectest.Event{From: r, To: (r + 1) % n, Count: bytes / uint64(typ.Size()), Type: typ},
+						spectest.Event{From: r, To: (r + n/2) % n, Count: bytes/uint64(typ.Size()) + 1, Type: typ})
+				}
+			}
+			if grouped {
+				prog.OneGroup()
+			}
+			w.runProgram(&prog, false)
+		}
+	}
+}
+
+// TestCopyEngineTopologyChecked: a copy engine that cannot serve is refused.
+func TestCopyEngineTopologyChecked(t *testing.T) {
+	c := callsFor(2, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, 1<<20, 0)[0]
+	for _, bad := range []func(*snac.Topology){
+		func(t *snac.Topology) { t.EngineMin = t.PacketMax }, // packets, not copies, up to there
+		func(t *snac.Topology) { t.EngineWorkers = 0 },
+		func(t *snac.Topology) { t.EngineWorkers = snac.MaxWorkers },
+		func(t *snac.Topology) { t.EngineChunk = 8 },
+	} {
+		topo := engineTopo(2)
+		bad(&topo)
+		_, err := snac.Build(c, topo)
+		require.ErrorContains(t, err, "copy engine")
+	}
+}
