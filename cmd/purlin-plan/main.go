@@ -4,7 +4,11 @@
 // rank uses and the steps of its first block; with -steps, every step of
 // that block.
 //
-//	purlin-plan [-ranks 2] [-rank 0] [-type float32] [-from 8] [-to 1G] [-factor 4] [-steps] COLLECTIVE
+//	purlin-plan [-ranks 2] [-rank 0] [-type float32] [-from 8] [-to 1G] [-factor 4] [-steps] [-hidden N] COLLECTIVE
+//
+// With -hidden, an AllReduce carries a residual add + RMSNorm epilogue over
+// rows of N elements, and each size's line also gives the most rows one
+// block's Epilogue steps hold.
 //
 // Sizes are nccl-tests' (the largest buffer of a rank, in bytes), so rows
 // line up with purlin-perf's. COLLECTIVE is one of allreduce, allgather,
@@ -31,6 +35,7 @@ type options struct {
 	dtype            spec.DataType
 	from, to, factor uint64
 	steps            bool
+	hidden           uint64
 }
 
 func main() {
@@ -54,6 +59,7 @@ func parse(args []string) (options, error) {
 	to := fs.String("to", "1G", "largest size")
 	fs.Uint64Var(&o.factor, "factor", 4, "size step")
 	fs.BoolVar(&o.steps, "steps", false, "print every step of the first block")
+	fs.Uint64Var(&o.hidden, "hidden", 0, "AllReduce: add a residual add + RMSNorm epilogue over rows of this many elements")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -86,6 +92,8 @@ func parse(args []string) (options, error) {
 		return o, fmt.Errorf("rank %d of %d ranks (1-%d)", o.rank, o.ranks, snac.MaxRanks)
 	case o.factor < 2:
 		return o, errors.New("-factor must be at least 2")
+	case o.hidden != 0 && o.coll != spec.AllReduce:
+		return o, errors.New("-hidden is for allreduce")
 	}
 	if o.from, err = size(*from); err == nil {
 		o.to, err = size(*to)
@@ -124,6 +132,10 @@ func call(o options, bytes uint64) *spec.Call {
 	case spec.SendRecv:
 		c.Peer, c.IsSend = (o.rank+1)%o.ranks, true
 	}
+	if o.hidden != 0 {
+		c.Epilogue = spec.Epilogue{Kind: spec.EpilogueResidualAdd | spec.EpilogueRMSNorm, Hidden: o.hidden,
+			Residual: 3 << 40, Weight: 4 << 40, Eps: 1e-6}
+	}
 	return c
 }
 
@@ -148,7 +160,7 @@ func report(w io.Writer, o options) error {
 		if len(p.Workers) > 0 {
 			first = p.WorkerSteps(0)
 		}
-		fmt.Fprintf(w, "%14d  %-8s  %6d  %d\n", bytes, p.Regime, len(p.Workers), len(first))
+		fmt.Fprintf(w, "%14d  %-8s  %6d  %d%s\n", bytes, p.Regime, len(p.Workers), len(first), epilogueRows(o, p))
 		if o.steps {
 			for _, s := range first {
 				fmt.Fprintf(w, "    %-7s bytes %d sources %d peer %d slot %d delta %d dst %+v src0 %+v\n",
@@ -160,4 +172,23 @@ func report(w io.Writer, o options) error {
 		}
 	}
 	return nil
+}
+
+// epilogueRows says, for a Plan with an epilogue, the most rows one
+// block's Epilogue steps hold ("" without one).
+func epilogueRows(o options, p *snac.Plan) string {
+	if o.hidden == 0 {
+		return ""
+	}
+	var most uint64
+	for w := range p.Workers {
+		var rows uint64
+		for _, s := range p.WorkerSteps(w) {
+			if s.Verb == snac.Epilogue {
+				rows += s.Bytes / (o.hidden * uint64(o.dtype.Size()))
+			}
+		}
+		most = max(most, rows)
+	}
+	return fmt.Sprintf("  (epilogue: at most %d rows a block)", most)
 }
