@@ -56,6 +56,17 @@ type Settings struct {
 	// ChunkBytes is PURLIN_CHUNK_BYTES: the largest chunk one worker stages
 	// at a time in the pipelined sizes (0 means the Atom's default).
 	ChunkBytes uint64
+	// CopyEngine is PURLIN_COPY_ENGINE: the shortest transfer (bytes) that a
+	// collective of copies alone (AllGather, AllToAll, Broadcast, Gather,
+	// Scatter, SendRecv) moves with the GPU's copy engines instead of
+	// thread blocks, leaving the SMs free (0, the default: never).
+	// CopyEngineWorkers (PURLIN_COPY_ENGINE_WORKERS, default 2) is how many
+	// copies of one such call are in flight at once, each on a stream of
+	// its own, in chunks of up to CopyEngineChunk bytes
+	// (PURLIN_COPY_ENGINE_CHUNK, default 16 MiB). Equal on every rank.
+	CopyEngine        uint64
+	CopyEngineWorkers int
+	CopyEngineChunk   uint64
 	// PDL is PURLIN_PDL: "0" turns off programmatic dependent launch, where
 	// a CUDA-Atom kernel starts while the one before it on its stream ends
 	// (default on, on GPUs of compute capability 9.0 and later).
@@ -125,8 +136,12 @@ func read() Settings {
 		PacketBytes: uint64(atoi(Getenv("PURLIN_PACKET_BYTES"), 0)),
 		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
 		PDL:         Getenv("PURLIN_PDL") != "0",
-		P2PBytes:    uint64(atoi(Getenv("PURLIN_P2P_BYTES"), 0)),
-		Nodes:       atoi(Getenv("PURLIN_NODES"), 0),
+
+		CopyEngine:        uint64(atoi(Getenv("PURLIN_COPY_ENGINE"), 0)),
+		CopyEngineWorkers: atoi(Getenv("PURLIN_COPY_ENGINE_WORKERS"), 2),
+		CopyEngineChunk:   uint64(atoi(Getenv("PURLIN_COPY_ENGINE_CHUNK"), 16<<20)),
+		P2PBytes:          uint64(atoi(Getenv("PURLIN_P2P_BYTES"), 0)),
+		Nodes:             atoi(Getenv("PURLIN_NODES"), 0),
 
 		BootstrapAddr: strings.TrimSpace(Getenv("PURLIN_BOOTSTRAP_ADDR")),
 		SocketIfname:  strings.TrimSpace(Getenv("PURLIN_SOCKET_IFNAME")),

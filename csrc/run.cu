@@ -373,6 +373,7 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
+  if (w.engine != 0) return;  // a copy-engine worker of a Plan that mixes engines: its stream runs it (purlin_signals)
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
   uint32_t first = 0, held = min(w.count, kBatch);  // batch holds steps [first, first+held)
   loadBatch(batch, steps, 0, held);
@@ -499,4 +500,62 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const 
   // epilogue's block-wide sums need every thread or none).
   if (n == 0 || __syncthreads_or(threadIdx.x == 0 && *((volatile uint64_t*)L.epochs + kNumEpochs) != 0)) return;
   epilogueSteps(L, n);
+}
+
+/** purlin_signals runs one signal segment of a copy-engine worker
+ * (snac.EngineCopy; atom/cuda engine.go): the worker's Notify, Wait and
+ * Advance steps between two of its Copy steps, which the copy engine runs
+ * on the same stream, before and after this kernel. L.workers points at
+ * the segment: a Worker whose First and Count are the segment's steps,
+ * followed by two uint32, the Advance steps of the worker before the
+ * segment, and, for the worker's last segment, the workers of its channel
+ * in the Plan (0 for any other segment). The last segment stores the
+ * worker's epoch + kEpochAdvance, and for index 0 fills the channel's
+ * epoch slots the Plan does not use, as purlin_run's blocks do. One thread
+ * runs the steps in order: a segment is a few signals. A failed wait stops
+ * the rank as a failed block does (the copies queued after it still run:
+ * they read and write only this call's buffers and staging, and the
+ * call has failed). */
+extern "C" __global__ void __launch_bounds__(32, 1) purlin_signals(const __grid_constant__ Launch L) {
+  if (threadIdx.x != 0) return;
+  blockLookAt = 0, blockAbort = 0, blockStopped = 0;
+  const Worker w = *(const Worker*)L.workers;
+  const uint32_t* tail = (const uint32_t*)(L.workers + sizeof(Worker));
+  const uint32_t advances = tail[0], used = tail[1];
+  uint64_t* epochs = (uint64_t*)L.epochs;
+  volatile uint64_t* broken = epochs + kNumEpochs;
+  if (*broken != 0) return;
+  const uint32_t slot = (uint32_t)w.channel * kMaxWorkers + w.index;
+  uint64_t epoch = epochs[slot] + (uint64_t)advances * kEpochAdvance;
+  const Step* steps = (const Step*)L.steps + w.first;
+  for (uint32_t i = 0; i < w.count; i++) {
+    const Step& s = steps[i];
+    if (s.verb == kAdvance) {
+      epoch += kEpochAdvance;
+      continue;
+    }
+    const uint32_t rank = s.verb == kNotify ? s.peer : (uint32_t)L.rank;
+    const uint64_t base = (s.verb == kNotify || s.verb == kWait) && rank < kMaxRanks ? L.peers.flags[rank] : 0;
+    if (base == 0) {
+      report(L.status, statusWord(kStatusBadRef, w.index, w.first + i, 0));
+      *broken = 1;
+      return;
+    }
+    const uint64_t pairs = signalPairs(base, s.slot);
+    if (s.verb == kNotify) {
+      notify(pairs, s, epoch, true);  // the copies before it on the stream have landed
+      continue;
+    }
+    const uint32_t st = wait(L, pairs, s, epoch);
+    if (st != kStatusOK) {
+      if (st != kStatusStopped) report(L.status, statusWord(st, w.index, w.first + i, s.slot));
+      *broken = 1;
+      return;
+    }
+  }
+  if (used == 0) return;
+  const uint64_t advanced = epoch + kEpochAdvance;
+  epochs[slot] = advanced;
+  if (w.index == 0)
+    for (uint32_t k = used; k < kMaxWorkers; k++) epochs[(uint32_t)w.channel * kMaxWorkers + k] = advanced;
 }

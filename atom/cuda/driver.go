@@ -88,6 +88,7 @@ var driver struct {
 	MemAlloc                        func(p *devicePtr, size uintptr) cuResult
 	MemFree                         func(p devicePtr) cuResult
 	MemcpyHtoDAsync                 func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult
+	MemcpyAsync                     func(dst, src devicePtr, size uintptr, s cuStream) cuResult
 	MemcpyDtoH                      func(dst unsafe.Pointer, src devicePtr, size uintptr) cuResult
 	MemsetD8                        func(dst devicePtr, v uint8, n uintptr) cuResult
 	MemHostAlloc                    func(p *unsafe.Pointer, size uintptr, flags uint32) cuResult
@@ -164,6 +165,7 @@ func openDriver() (err error) {
 	reg(&d.MemAlloc, "cuMemAlloc_v2")
 	reg(&d.MemFree, "cuMemFree_v2")
 	reg(&d.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
+	reg(&d.MemcpyAsync, "cuMemcpyAsync")
 	reg(&d.MemcpyDtoH, "cuMemcpyDtoH_v2")
 	reg(&d.MemsetD8, "cuMemsetD8_v2")
 	reg(&d.MemHostAlloc, "cuMemHostAlloc")

@@ -116,6 +116,14 @@ func newGPURanks(t *testing.T, n int, timeoutNs int64) []*gpuRank {
 
 func newGPURanksOn(t *testing.T, n int, timeoutNs int64, topology func(n, rank int) snac.Topology) []*gpuRank {
 	needGPUs(t, n)
+	return newGPURanksOnDevices(t, n, timeoutNs, topology, func(r int) int { return r })
+}
+
+// newGPURanksOnDevices makes n ranks, rank r on device device(r): two
+// ranks may share a GPU (eager calls only: two ranks' kernels that wait for
+// each other need room on its SMs at once, which a graph's launches are
+// not given).
+func newGPURanksOnDevices(t *testing.T, n int, timeoutNs int64, topology func(n, rank int) snac.Topology, device func(r int) int) []*gpuRank {
 	ex := newExchanges(n)
 	ranks := make([]*gpuRank, n)
 	errs := make([]error, n)
@@ -126,7 +134,7 @@ func newGPURanksOn(t *testing.T, n int, timeoutNs int64, topology func(n, rank i
 			defer wg.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			rk, err := NewRank(topology(n, r), ex[r], atom.Options{Device: r, TimeoutNanos: timeoutNs})
+			rk, err := NewRank(topology(n, r), ex[r], atom.Options{Device: device(r), TimeoutNanos: timeoutNs})
 			if err != nil {
 				errs[r] = err
 				return

@@ -16,9 +16,10 @@ var modules struct {
 
 // kernels are the module's kernels (csrc/run.cu): purlin_run runs a Plan,
 // purlin_epilogue its Epilogue steps after it, and purlin_run_epilogue both
-// in one kernel (for Plans whose epilogue needs no more blocks than workers).
+// in one kernel (for Plans whose epilogue needs no more blocks than workers);
+// purlin_signals runs a copy-engine worker's signals (engine.go).
 type kernels struct {
-	run, epilogue, runEpilogue cuFunction
+	run, epilogue, runEpilogue, signals cuFunction
 }
 
 // kernelFunctions returns the kernels in ctx, loading the module on first
@@ -40,7 +41,7 @@ func kernelFunctions(ctx cuContext) (kernels, error) {
 	for _, f := range []struct {
 		fn   *cuFunction
 		name string
-	}{{&k.run, "purlin_run"}, {&k.epilogue, "purlin_epilogue"}, {&k.runEpilogue, "purlin_run_epilogue"}} {
+	}{{&k.run, "purlin_run"}, {&k.epilogue, "purlin_epilogue"}, {&k.runEpilogue, "purlin_run_epilogue"}, {&k.signals, "purlin_signals"}} {
 		if r := driver.ModuleGetFunction(f.fn, mod, f.name); r != cuSuccess {
 			return kernels{}, cuErr(r, "cuModuleGetFunction", f.name)
 		}

@@ -16,7 +16,8 @@ import (
 // devicePlan is a Plan in memory the kernel reads:
 //
 //	[steps (snac.Step, byte-identical to csrc's Step) | workers | fill (uint16 per worker)
-//	 | epilogues (uint32 per worker, 4-byte aligned; only in a Plan with Epilogue steps)]
+//	 | epilogues (uint32 per worker, 4-byte aligned; only in a Plan with Epilogue steps)
+//	 | segments (8-byte aligned; only in a Plan of the copy engine: engine.go)]
 //
 // fill[w] is the number of workers of w's channel in the Plan: the worker
 // of index 0 advances the channel's unused epoch slots from there on.
@@ -34,6 +35,12 @@ type devicePlan struct {
 	// a worker's rows are spread over that many blocks, so that a large
 	// epilogue has about epilogueBlocks blocks whatever the Plan's workers.
 	epilogueSplit uint32
+	// engine, for a Plan of the copy engine, is each worker's operations,
+	// and segments where their descriptors lie (engine.go); nil for a
+	// Plan that purlin_run runs.
+	engine   [][]engineOp
+	segments uint64
+	kernel   bool // purlin_run runs some of the Plan's workers (always, without engine)
 }
 
 // epilogueBlocks is about how many blocks a large epilogue runs on: two
@@ -76,11 +83,17 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	ops, table := engineSegments(p)
 	workers := p.Workers
-	if tails != nil {
+	if tails != nil || ops == nil {
 		workers = append([]snac.Worker(nil), p.Workers...)
 		for i := range workers {
-			workers[i].Count -= tails[i]
+			if tails != nil {
+				workers[i].Count -= tails[i]
+			}
+			if ops == nil { // purlin_run runs every worker (engine.go)
+				workers[i].Engine = snac.EngineSM
+			}
 		}
 	}
 	const stepSize, workerSize = int(unsafe.Sizeof(snac.Step{})), int(unsafe.Sizeof(snac.Worker{}))
@@ -107,7 +120,18 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 			}
 		}
 	}
+	if table != nil {
+		b = append(b, make([]byte, -len(b)&7)...)
+		b = append(b, table...)
+	}
 	return b, nil
+}
+
+// segmentsOff is where a copy-engine Plan's segments lie in its image
+// (planBytes: after fill, 8-byte aligned; such a Plan has no epilogues).
+func segmentsOff(p *snac.Plan) uint64 {
+	n := uint64(len(p.Steps))*uint64(unsafe.Sizeof(snac.Step{})) + uint64(len(p.Workers))*(uint64(unsafe.Sizeof(snac.Worker{}))+2)
+	return (n + 7) &^ 7
 }
 
 // epilogueValid checks Epilogue step i against what the kernel runs
@@ -227,6 +251,13 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 	d.workers = base + uint64(len(p.Steps))*uint64(unsafe.Sizeof(snac.Step{}))
 	d.fill = d.workers + uint64(len(p.Workers))*uint64(unsafe.Sizeof(snac.Worker{}))
 	d.nworkers = uint32(len(p.Workers))
+	d.kernel = true
+	if ops, _ := engineSegments(p); ops != nil {
+		d.engine, d.segments, d.kernel = ops, base+segmentsOff(p), false
+		for _, o := range ops {
+			d.kernel = d.kernel || o == nil
+		}
+	}
 }
 
 // plans caches device Plans by *snac.Plan: comm caches Plans per shape, so

@@ -33,6 +33,7 @@ type Rank struct {
 	copies       cuStream   // private non-blocking stream of copyToDevice (Plan uploads, window writes)
 	base         launchArgs // the Launch fields every call shares
 	plans        plans
+	engine       engineStreams                        // side streams of copy-engine Plans; made only where the topology has a copy engine
 	gone         [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone (PeerGone); set before its bit
 }
 
@@ -90,6 +91,11 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	}
 	if res := driver.StreamCreate(&r.copies, streamNonBlocking); res != cuSuccess {
 		return cuErr(res, "cuStreamCreate", "copies")
+	}
+	if r.topo.EngineMin > 0 {
+		if err := r.engine.init(); err != nil {
+			return err
+		}
 	}
 	if r.host, err = allocHostMapped(64); err != nil {
 		return err
@@ -153,6 +159,9 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 			return err
 		}
 		split = d.epilogueSplit
+	}
+	if d.engine != nil {
+		return r.launchEngine(plan, d, bufs, cuStream(stream), &args, split)
 	}
 	return r.launchInOrder(d.nworkers, cuStream(stream), &args, split)
 }
@@ -295,6 +304,7 @@ func (r *Rank) free() {
 	}
 	r.plans.free()
 	r.order.free()
+	r.engine.free()
 	if r.mem != nil {
 		r.mem.free()
 		r.mem = nil

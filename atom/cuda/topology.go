@@ -36,8 +36,9 @@ const (
 // Topology is the CUDA Atom's topology for rank of nranks: its workers
 // (thread blocks) and staging sizes. PURLIN_MAX_CTAS (or NCCL_MAX_CTAS)
 // replaces the workers, PURLIN_STAGE_BYTES, PURLIN_P2P_BYTES,
-// PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES the sizes, when set; a communicator's Config may
-// override the rest.
+// PURLIN_PACKET_BYTES and PURLIN_CHUNK_BYTES the sizes, and
+// PURLIN_COPY_ENGINE turns on the copy engine, when set; a communicator's
+// Config may override the rest.
 func Topology(nranks, rank int) snac.Topology {
 	t := snac.Topology{NRanks: nranks, Rank: rank, Workers: DefaultWorkers, StageHalf: DefaultStageHalf,
 		P2PHalf: DefaultP2PHalf(nranks), PacketMax: DefaultPacketMax(nranks), ChunkMax: DefaultChunkMax}
@@ -46,6 +47,10 @@ func Topology(nranks, rank int) snac.Topology {
 		t.Workers = min(s.MaxCTAs, snac.MaxWorkers)
 	}
 	s.Sizes(&t.StageHalf, &t.P2PHalf, &t.PacketMax, &t.ChunkMax)
+	if s.CopyEngine > 0 { // engine.go; never below the packets' sizes
+		t.EngineMin = max(s.CopyEngine, t.PacketMax+1)
+		t.EngineWorkers, t.EngineChunk = min(max(s.CopyEngineWorkers, 1), maxEngineWorkers-1), s.CopyEngineChunk
+	}
 	return t
 }
 
