@@ -59,6 +59,25 @@ type worker struct {
 	pc, end int
 	epoch   uint64
 	done    bool
+	// slow: the scheduler picks this worker a sixteenth as often as the
+	// others (a block the GPU started late or runs on a busy SM), so
+	// that a peer's lagging worker meets what its rank's other workers,
+	// and the next call, do meanwhile.
+	slow bool
+}
+
+// slowWeight and fastWeight are how often the scheduler picks a slow worker
+// against any other; slowOdds: one worker in slowOdds is slow in a Launch.
+const (
+	slowWeight, fastWeight = 1, 16
+	slowOdds               = 4
+)
+
+func (w *worker) weight() int {
+	if w.slow {
+		return slowWeight
+	}
+	return fastWeight
 }
 
 // New returns a simulator of topo.NRanks ranks (topo.Rank is ignored).
@@ -116,6 +135,7 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 	var runnable []ref
 	for {
 		runnable = runnable[:0]
+		weight := 0
 		busy := false
 		for _, rk := range s.ranks {
 			if rk.broken != nil {
@@ -137,6 +157,7 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 			for w := range rk.workers {
 				if !rk.workers[w].done && s.ready(rk, w) {
 					runnable = append(runnable, ref{rk.id, w})
+					weight += rk.workers[w].weight()
 				}
 			}
 		}
@@ -155,7 +176,13 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 			}
 			return out
 		}
-		pick := runnable[s.rng.IntN(len(runnable))]
+		var pick ref
+		for i, at := 0, s.rng.IntN(weight); ; i++ {
+			if at -= s.ranks[runnable[i].r].workers[runnable[i].w].weight(); at < 0 {
+				pick = runnable[i]
+				break
+			}
+		}
 		rk := s.ranks[pick.r]
 		if err := s.step(rk, pick.w); err != nil {
 			out[rk.id] = err
@@ -192,7 +219,8 @@ func (s *Sim) advance(rk *rank) error {
 		}
 		rk.workers = make([]worker, len(p.Workers))
 		for i, wk := range p.Workers {
-			rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)]}
+			rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)],
+				slow: s.rng.IntN(slowOdds) == 0}
 			if wk.Count == 0 {
 				s.finish(rk, i)
 			}
