@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -40,16 +42,18 @@ func TestGPUP2PGroupings(t *testing.T) {
 	}
 }
 
+// transfer is one point-to-point event's payload and device buffers.
+type transfer struct {
+	payload    []byte
+	send, recv devicePtr
+}
+
 // runGPUProgram launches prog's calls on every rank's stream as comm
 // launches its groups (spectest.Program.Launches), then checks every byte
 // received and every collective's output.
 func runGPUProgram(t *testing.T, ranks []*gpuRank, prog *spectest.Program, rng *rand.Rand) {
 	n := len(ranks)
 	const guard = 16
-	type transfer struct {
-		payload    []byte
-		send, recv devicePtr
-	}
 	transfers := make([]transfer, len(prog.Events))
 	collRecv := make([][]devicePtr, len(prog.Events))
 	collWant := make([][]spectest.Output, len(prog.Events))
@@ -75,40 +79,34 @@ func runGPUProgram(t *testing.T, ranks []*gpuRank, prog *spectest.Program, rng *
 		ranks[e.From].upload(t, tr.send, tr.payload)
 		tr.recv = ranks[e.To].alloc(t, len(tr.payload)+guard) // filled with 0xA5
 	}
-	for r, g := range ranks {
-		units, err := prog.Launches(r)
+	// One thread issues every rank's calls, as purlin-perf and a
+	// single-threaded caller of NCCL do: the ranks' calls interleave, since
+	// a stream accepts only so many operations before its next launch
+	// blocks the thread (a copy-engine call is a few per chunk), which
+	// would then never issue the peer's call that its rank waits for.
+	units := make([][][]spectest.Op, n)
+	most := 0
+	for r := range ranks {
+		var err error
+		units[r], err = prog.Launches(r)
 		require.NoError(t, err)
-		for _, unit := range units {
-			if e := prog.Events[unit[0].Event]; e.Calls != nil {
-				c := e.Calls[r]
-				plan, err := snac.Build(c, g.topo)
-				require.NoError(t, err, "%s", c)
-				require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: c.Send, Recv: c.Recv}}, uintptr(g.stream)), "%s", c)
-				continue
+		most = max(most, len(units[r]))
+	}
+	for i := range most {
+		for r, g := range ranks {
+			if i < len(units[r]) {
+				launchUnit(t, g, r, prog, units[r][i], transfers)
 			}
-			var plans []*snac.Plan
-			var bufs []atom.Buffers
-			for _, op := range unit {
-				e := prog.Events[op.Event]
-				c := e.Call(r, n, op.Send)
-				plan, err := snac.Build(&c, g.topo)
-				require.NoError(t, err, "%s", &c)
-				plans = append(plans, plan)
-				if op.Send {
-					bufs = append(bufs, atom.Buffers{Send: uintptr(transfers[op.Event].send)})
-				} else {
-					bufs = append(bufs, atom.Buffers{Recv: uintptr(transfers[op.Event].recv)})
-				}
-			}
-			merged, err := snac.Merge(plans...)
-			require.NoError(t, err)
-			require.NoError(t, g.Launch(merged, bufs, uintptr(g.stream)), "rank %d of %s", r, prog)
 		}
 	}
+	var failed []error
 	for r, g := range ranks {
 		g.sync(t)
-		require.NoError(t, g.AsyncError(), "rank %d of %s", r, prog)
+		if err := g.AsyncError(); err != nil {
+			failed = append(failed, fmt.Errorf("rank %d: %w", r, err))
+		}
 	}
+	require.NoError(t, errors.Join(failed...), "%s", prog)
 	for k, e := range prog.Events {
 		if e.Calls != nil {
 			for r, c := range e.Calls {
@@ -122,4 +120,34 @@ func runGPUProgram(t *testing.T, ranks []*gpuRank, prog *spectest.Program, rng *
 		want := append(bytes.Clone(tr.payload), bytes.Repeat([]byte{0xA5}, guard)...)
 		require.True(t, bytes.Equal(want, got), "transfer %d (%d bytes) of %s", k, len(tr.payload), prog)
 	}
+}
+
+// launchUnit launches one of rank r's launch units of prog (a collective,
+// or its grouped transfers merged into one Plan).
+func launchUnit(t *testing.T, g *gpuRank, r int, prog *spectest.Program, unit []spectest.Op, transfers []transfer) {
+	n := prog.NRanks
+	if e := prog.Events[unit[0].Event]; e.Calls != nil {
+		c := e.Calls[r]
+		plan, err := snac.Build(c, g.topo)
+		require.NoError(t, err, "%s", c)
+		require.NoError(t, g.Launch(plan, []atom.Buffers{{Send: c.Send, Recv: c.Recv}}, uintptr(g.stream)), "%s", c)
+		return
+	}
+	var plans []*snac.Plan
+	var bufs []atom.Buffers
+	for _, op := range unit {
+		e := prog.Events[op.Event]
+		c := e.Call(r, n, op.Send)
+		plan, err := snac.Build(&c, g.topo)
+		require.NoError(t, err, "%s", &c)
+		plans = append(plans, plan)
+		if op.Send {
+			bufs = append(bufs, atom.Buffers{Send: uintptr(transfers[op.Event].send)})
+		} else {
+			bufs = append(bufs, atom.Buffers{Recv: uintptr(transfers[op.Event].recv)})
+		}
+	}
+	merged, err := snac.Merge(plans...)
+	require.NoError(t, err)
+	require.NoError(t, g.Launch(merged, bufs, uintptr(g.stream)), "rank %d of %s", r, prog)
 }
