@@ -57,9 +57,10 @@ type Settings struct {
 	// at a time in the pipelined sizes (0 means the Atom's default).
 	ChunkBytes uint64
 	// CopyEngine is PURLIN_COPY_ENGINE: the shortest transfer (bytes) that a
-	// collective of copies alone (AllGather, AllToAll, Broadcast, Gather,
-	// Scatter, SendRecv) moves with the GPU's copy engines instead of
-	// thread blocks, leaving the SMs free (0, the default: never).
+	// collective moves with the GPU's copy engines instead of thread
+	// blocks: a collective of copies alone (AllGather, AllToAll, Broadcast,
+	// Gather, Scatter, SendRecv) leaves the SMs free, a reduction keeps a
+	// few blocks to add what the engines deliver (0, the default: never).
 	// CopyEngineWorkers (PURLIN_COPY_ENGINE_WORKERS, default 2) is how many
 	// copies of one such call are in flight at once, each on a stream of
 	// its own, in chunks of up to CopyEngineChunk bytes

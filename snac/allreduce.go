@@ -98,3 +98,114 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 // producer p pushes its piece of shard q, and its reduced shard p, into.
 func (b *builder) scatterSeg(p, q int) int { return inbox(p, q, b.n) }
 func (b *builder) gatherSeg(p, q int) int  { return b.n - 1 + inbox(p, q, b.n) }
+
+// emitAllReduceEngine is a staged all-reduce on the copy engine (engine.go):
+// producer w pushes its pieces of every other rank's shard into that rank's
+// scatter segment (FlagReady); w's reducers reduce their parts of this
+// rank's shard into its output and say so to w on this rank (FlagReduced,
+// raised by the reducer on its own rank); w then pushes the reduced piece
+// into every other rank's gather segment (FlagReduced), where that rank's
+// reducers copy it out (FlagGathered back once the slot may be reused).
+// A producer pushes chunk c's reduced piece after chunk c+1's scatter, and
+// a reducer gathers chunk c after it reduced chunk c+1, so neither waits
+// for the other's last step.
+func (b *builder) emitAllReduceEngine(length, longest uint64) {
+	g, check := b.g, b.check
+	piece := func(q, w, k int) (lo, hi uint64) {
+		off, size := shard(length, g.grain, b.n, q)
+		lo, hi = g.piece(size, w, k)
+		return off + lo, off + hi
+	}
+	var peers [MaxRanks]peerWord
+	for _, q := range b.others() {
+		peers[q] = peerWord{true, check}
+	}
+	chunks := g.chunks(longest)
+	for w := range g.workers {
+		b.handshake(w, &peers, &peers)
+		for c := 0; c <= chunks; c++ {
+			if c < chunks {
+				b.scatterChunk(w, c, piece)
+			}
+			if c > 0 {
+				b.gatherChunk(w, c-1, piece)
+			}
+		}
+		b.leave(w, nil)
+	}
+}
+
+// scatterChunk is chunk c of producer w's pushes (each other rank's shard)
+// and of its reducers' reduce (this rank's shard).
+func (b *builder) scatterChunk(w, c int, piece func(q, w, k int) (uint64, uint64)) {
+	g, check := b.g, b.check
+	for _, q := range b.others() {
+		lo, hi := piece(q, w, c)
+		if lo == hi {
+			continue
+		}
+		if c >= g.slots {
+			for k := range b.consumers() {
+				b.wait(w, b.consumedSlot(b.me, q, b.consumer(w, k)), int64(c-g.slots+1), check)
+			}
+		}
+		b.copy(w, b.stage(q, b.me, g.stageOff(w, c, b.scatterSeg(b.me, q))), sendRef(lo), hi-lo, 0, 0)
+		b.notify(w, q, b.readySlot(FlagReady, b.me, q, w), int64(c+1), check)
+	}
+	lo, hi := piece(b.me, w, c)
+	if lo == hi {
+		return
+	}
+	for k := range b.consumers() {
+		v := b.consumer(w, k)
+		plo, phi := b.part(lo, hi, k)
+		srcs := make([]Ref, b.n)
+		for _, p := range b.others() {
+			if plo < phi {
+				b.wait(v, b.readySlot(FlagReady, p, b.me, w), int64(c+1), check)
+			}
+			srcs[p] = b.stage(b.me, p, g.stageOff(w, c, b.scatterSeg(p, b.me))+plo-lo)
+		}
+		srcs[b.me] = sendRef(plo)
+		b.reduce(v, recvRef(plo), srcs, b.me, phi-plo, 0, 0)
+		b.notify(v, b.me, FlagSlot(Collective, FlagReduced, b.me, v), int64(c+1), check)
+		for _, p := range b.others() {
+			b.notify(v, p, b.consumedSlot(p, b.me, v), int64(c+1), check)
+		}
+	}
+}
+
+// gatherChunk is chunk c of producer w's push of this rank's reduced shard
+// and of its reducers' copies of every other rank's.
+func (b *builder) gatherChunk(w, c int, piece func(q, w, k int) (uint64, uint64)) {
+	g, check := b.g, b.check
+	if lo, hi := piece(b.me, w, c); lo < hi {
+		for k := range b.consumers() {
+			b.wait(w, FlagSlot(Collective, FlagReduced, b.me, b.consumer(w, k)), int64(c+1), check)
+		}
+		for _, q := range b.others() {
+			if c >= g.slots {
+				for k := range b.consumers() {
+					b.wait(w, FlagSlot(Collective, FlagGathered, q, b.consumer(w, k)), int64(c-g.slots+1), check)
+				}
+			}
+			b.copy(w, b.stage(q, b.me, g.stageOff(w, c, b.gatherSeg(b.me, q))), recvRef(lo), hi-lo, 0, 0)
+			b.notify(w, q, b.readySlot(FlagReduced, b.me, q, w), int64(c+1), check)
+		}
+	}
+	for k := range b.consumers() {
+		v := b.consumer(w, k)
+		for _, p := range b.others() {
+			lo, hi := piece(p, w, c)
+			if lo == hi {
+				continue
+			}
+			plo, phi := b.part(lo, hi, k)
+			if plo < phi {
+				b.wait(v, b.readySlot(FlagReduced, p, b.me, w), int64(c+1), check)
+				b.copy(v, recvRef(plo), b.stage(b.me, p, g.stageOff(w, c, b.gatherSeg(p, b.me))+plo-lo), phi-plo, 0, 0)
+			}
+			b.notify(v, p, FlagSlot(Collective, FlagGathered, b.me, v), int64(c+1), check)
+		}
+	}
+}

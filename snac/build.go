@@ -50,6 +50,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		t.Workers = max(1, min(t.Workers, MaxWorkers/(2*t.NRanks)))
 	}
 	engine := engineServes(c, t, longest, known)
+	blocks := t.Workers // a reduction's reducers on the copy engine take the processors' workers
 	if engine {
 		// Both halves, at fixed addresses (engine.go); a worker more for
 		// the local copies, where the collective has them.
@@ -86,6 +87,9 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		b.packetMax = 0
 	}
 	b.engine = engine
+	if engine && c.Coll.Reduces() {
+		b.addReducers(blocks)
+	}
 	if reserve > 0 {
 		b.locals = min(reserve, int(ceilDiv(x.localLongest(), localGrain)))
 	}
@@ -141,12 +145,24 @@ func packetLimit(c *spec.Call, t Topology) uint64 {
 func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	length := c.Count * uint64(c.Type.Size())
 	_, longest := shard(length, grainOf(c), c.NRanks, 0)
-	g, err := newGeometry(t, t.StageHalf, longest, max(1, 2*(c.NRanks-1)), false, false, grainOf(c))
+	half, blocks := t.StageHalf, t.Workers
+	engine := engineServes(c, t, longest, true)
+	if engine { // engine.go
+		half *= 2
+		t.Workers, t.ChunkMax = t.EngineWorkers, t.EngineChunk
+	}
+	g, err := newGeometry(t, half, longest, max(1, 2*(c.NRanks-1)), false, false, grainOf(c))
 	if err != nil {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
-	b.emitAllReduceStaged(c)
+	if engine {
+		b.engine = true
+		b.addReducers(blocks)
+		b.emitAllReduceEngine(length, longest)
+	} else {
+		b.emitAllReduceStaged(c)
+	}
 	return b.plan(g.regime(longest)), nil
 }
 

@@ -39,8 +39,11 @@ type builder struct {
 	// of each reduce), and nowhere else.
 	premul bool
 	// engine is set for a Plan of the copy engine (engine.go): its workers
-	// are EngineCopy and its staging Refs carry no Half.
-	engine bool
+	// are EngineCopy and its staging Refs carry no Half. reducers: a
+	// reduction's, the EngineSM workers that consume what each producer's
+	// peers push (0: every worker consumes its own part).
+	engine   bool
+	reducers int
 }
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
@@ -192,7 +195,7 @@ func (b *builder) plan(regime Regime) *Plan {
 			p.Steps = append(p.Steps, b.steps[w]...)
 		}
 		wk := Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)}
-		if b.engine {
+		if b.engine && (b.reducers == 0 || w < b.g.workers) {
 			wk.Engine = EngineCopy
 		}
 		p.Workers = append(p.Workers, wk)

@@ -9,6 +9,16 @@ import "purlin/spec"
 // the data (and one for a local copy), in chunks of up to
 // Topology.EngineChunk, each chunk one Copy a copy engine moves whole.
 //
+// A reduction (ReduceScatter, Reduce, AllReduce and the V form) splits the
+// roles: its EngineWorkers producers are EngineCopy and push each chunk of
+// the rank's input into its consumer's staging, while reducers workers a
+// producer (EngineSM, after the producers: b.consumer) each reduce their
+// part of every chunk that producer's peers pushed, as a copy engine
+// cannot add. An AllReduce's producers then push the reduced chunks too,
+// which the reducers copy out on the other ranks (emitAllReduceEngine). A
+// PreMulSum stays on the processors (its input is scaled where it is
+// staged).
+//
 // A copy engine's transfer names fixed addresses (a CUDA graph replays
 // them), so such a Plan's staging Refs carry no Half: every call uses the
 // same region, both halves of the staging area (or of a point-to-point
@@ -23,8 +33,9 @@ import "purlin/spec"
 //     chunk out (the ring regime's drain signal), and a producer waits for
 //     it before it reuses a slot, as in the ring regime.
 //   - leave: a collective's call ends on no rank before every rank has
-//     copied out all it was sent: each data worker, once done, raises
-//     FlagDone on every other rank, and worker 0 waits for every rank's.
+//     copied out all it was sent: each worker that consumes, once done,
+//     raises FlagDone on every other rank, and worker 0 waits for every
+//     rank's.
 //     The next call, of any regime and from any rank, then finds every
 //     region read. (Its producers alone waiting for their consumers is not
 //     enough: in a Scatter, the next call's root may be a rank that sent
@@ -36,8 +47,58 @@ import "purlin/spec"
 // longest (known: every rank knows it), runs on t's copy engine. Every
 // rank decides alike: the call's shape and the topology only.
 func engineServes(c *spec.Call, t Topology, longest uint64, known bool) bool {
-	return t.EngineMin != 0 && known && longest >= t.EngineMin && c.NRanks > 1 && !c.Coll.Reduces() &&
+	reducible := c.Op.Kind != spec.PreMulSum && t.Workers >= t.EngineWorkers // a reducer a producer at least
+	return t.EngineMin != 0 && known && longest >= t.EngineMin && c.NRanks > 1 && (!c.Coll.Reduces() || reducible) &&
 		c.Epilogue.Kind == 0 && c.InStride().Row == 0 && c.OutStride().Row == 0
+}
+
+// engineReducers is the most thread blocks that reduce what a reduction's
+// copy engines deliver (never more than Topology.Workers): one block
+// copies about 50 GB/s within an H200 and a reduce reads twice what it
+// writes, while NVLink delivers about 390 GB/s (and an AllReduce's
+// reducers also copy the gathered shards out).
+const engineReducers = 32
+
+// reducersPer is how many reducers each of producers copy-engine workers
+// of a reduction gets, of a topology's blocks workers.
+func reducersPer(blocks, producers int) int {
+	return max(1, min(engineReducers, blocks)/producers)
+}
+
+// addReducers gives a reduction on the copy engine its reducers, of a
+// topology's blocks workers, after the producers.
+func (b *builder) addReducers(blocks int) {
+	b.reducers = reducersPer(blocks, b.g.workers)
+	b.steps = append(b.steps, make([][]Step, b.g.workers*b.reducers)...)
+}
+
+// part is consumer k's part of bytes [lo, hi) of a chunk.
+func (b *builder) part(lo, hi uint64, k int) (uint64, uint64) {
+	a, z := split(hi-lo, b.g.grain, b.consumers(), k)
+	return lo + a, lo + z
+}
+
+// consumer is the worker that consumes part k of what producer w's peers
+// push to this rank: w itself, or with reducers its k-th reducer.
+func (b *builder) consumer(w, k int) int {
+	if b.reducers == 0 {
+		return w
+	}
+	return b.g.workers + w*b.reducers + k
+}
+
+// consumers is how many workers consume what one producer's peers push.
+func (b *builder) consumers() int { return max(1, b.reducers) }
+
+// consumersOf is every worker that consumes.
+func (b *builder) consumersOf() []int {
+	var v []int
+	for w := range b.g.workers {
+		for k := range b.consumers() {
+			v = append(v, b.consumer(w, k))
+		}
+	}
+	return v
 }
 
 // hasPiece reports whether worker w stages any byte of a transfer of length bytes.
@@ -56,21 +117,51 @@ func (g geometry) lastChunk(length uint64, w int) int {
 // enter is the head of a copy-engine worker of a collective: worker w
 // tells each producer it consumes from that this rank has begun the call,
 // then waits for the same word from each consumer it pushes to.
+// A reduction's first consumer of w's part says it.
 func (b *builder) enter(w int, x *exchange) {
 	if b.p2p {
 		return // the done head (doneHead)
 	}
-	told, heard := 0, 0
+	var tell, hear [MaxRanks]peerWord
 	for _, in := range x.ins {
-		if b.g.hasPiece(in.length, w) && told&(1<<in.from) == 0 {
-			told |= 1 << in.from
-			b.notify(w, in.from, b.consumedSlot(in.from, b.me, w), 0, in.check)
+		if b.g.hasPiece(in.length, w) {
+			tell[in.from] = peerWord{true, in.check}
+		}
+	}
+	for _, r := range x.reduces {
+		for _, q := range b.others() {
+			if b.g.hasPiece(r.length, w) {
+				tell[q] = peerWord{true, r.check}
+			}
 		}
 	}
 	for _, o := range x.outs {
-		if b.g.hasPiece(o.length, w) && heard&(1<<o.to) == 0 {
-			heard |= 1 << o.to
-			b.wait(w, b.consumedSlot(b.me, o.to, w), 0, o.check)
+		if b.g.hasPiece(o.length, w) {
+			hear[o.to] = peerWord{true, o.check}
+		}
+	}
+	b.handshake(w, &tell, &hear)
+}
+
+// peerWord is a signal to or from one rank, with its check word.
+type peerWord struct {
+	on    bool
+	check uint64
+}
+
+// handshake is enter's signals: w's first consumer tells each rank of tell
+// that this rank has begun the call, then producer w waits for the same
+// word from each rank of hear.
+func (b *builder) handshake(w int, tell, hear *[MaxRanks]peerWord) {
+	v := b.consumer(w, 0)
+	for q, t := range tell {
+		if t.on {
+			b.notify(v, q, b.consumedSlot(q, b.me, v), 0, t.check)
+		}
+	}
+	for q, h := range hear {
+		if h.on {
+			b.wait(w, b.consumedSlot(b.me, q, v), 0, h.check)
 		}
 	}
 }
@@ -78,12 +169,15 @@ func (b *builder) enter(w int, x *exchange) {
 // leave is the tail of a copy-engine worker: see the protocol above.
 func (b *builder) leave(w int, x *exchange) {
 	if !b.p2p {
-		for _, q := range b.others() {
-			b.notify(w, q, FlagSlot(Collective, FlagDone, b.me, w), 1, DoneCheck)
+		for k := range b.consumers() {
+			v := b.consumer(w, k)
+			for _, q := range b.others() {
+				b.notify(v, q, FlagSlot(Collective, FlagDone, b.me, v), 1, DoneCheck)
+			}
 		}
 		if w == 0 {
 			for _, q := range b.others() {
-				for v := range b.g.workers {
+				for _, v := range b.consumersOf() {
 					b.wait(w, FlagSlot(Collective, FlagDone, q, v), 1, DoneCheck)
 				}
 			}

@@ -24,13 +24,14 @@ var engineLadder = []uint64{8 << 10, 5 << 10, 5 << 10, 8 << 10, 5 << 10, 8 << 10
 
 // TestCopyEnginePlans: from Topology.EngineMin on, a copy collective's Plan
 // is the copy engine's (every worker EngineCopy, its staging at fixed
-// addresses), below it and for reductions the processors'. Every rank's
+// addresses), and a reduction's splits the roles (copy-engine producers,
+// then reducers on the processors); below it the processors'. Every rank's
 // calls are queued in one simulator Run, as a stream queues them: a rank
 // that finishes a call starts the next while its peers still read what it
 // staged in the one before, in either form.
 func TestCopyEnginePlans(t *testing.T) {
 	for _, n := range []int{2, 4, 8} {
-		for _, coll := range append(copyCollectives, spec.AllReduce, spec.ReduceScatter, spec.Reduce) {
+		for _, coll := range append(copyCollectives, spec.AllReduce, spec.ReduceScatter, spec.Reduce, spec.ReduceScatterV) {
 			seed := 2*uint64(10*n+int(coll)) + 1
 			q := newQueue(t, n, seed, engineTopo(n))
 			engines := 0
@@ -40,22 +41,27 @@ func TestCopyEnginePlans(t *testing.T) {
 				for r, c := range calls {
 					p, err := snac.Build(c, q.w.rankTopo(r))
 					require.NoError(t, err)
-					for _, wk := range p.Workers {
-						require.Equal(t, p.Workers[0].Engine, wk.Engine, "one engine a Plan")
+					if len(p.Workers) == 0 || p.Workers[0].Engine != snac.EngineCopy {
+						for _, wk := range p.Workers {
+							require.Equal(t, snac.EngineSM, wk.Engine, "one engine a Plan off the copy engine")
+						}
+						continue
 					}
-					if len(p.Workers) > 0 && p.Workers[0].Engine == snac.EngineCopy {
-						require.False(t, c.Coll.Reduces(), "%s on the copy engine", c.Coll)
-						engines++
+					engines++
+					reducers := 0
+					for w, wk := range p.Workers {
+						if wk.Engine == snac.EngineSM {
+							reducers++
+						} else {
+							require.Zero(t, reducers, "worker %d: the reducers follow the producers", w)
+						}
 					}
+					require.Equal(t, c.Coll.Reduces(), reducers > 0, "%s: %d reducers", c.Coll, reducers)
 				}
 				q.add(calls, inPlaceExists(coll) && i%2 == 1)
 			}
 			q.run("n=%d %s, seed %d", n, coll, seed)
-			if coll.Reduces() {
-				require.Zero(t, engines, "n=%d %s", n, coll)
-			} else {
-				require.Positive(t, engines, "n=%d %s: never on the copy engine", n, coll)
-			}
+			require.Positive(t, engines, "n=%d %s: never on the copy engine", n, coll)
 		}
 	}
 }

@@ -190,8 +190,17 @@ func (x *exchange) eachLength(f func(length uint64)) {
 }
 
 // emitChunk is chunk c of worker w: drain, Stage (push into the consumer's
-// staging), Notify, then Consume (from this rank's own staging).
+// staging), Notify, then Consume (from this rank's own staging), each part
+// of it on its consumer (engine.go: w itself, or a reduction's reducers).
 func (b *builder) emitChunk(w, c int, x *exchange) {
+	b.produce(w, c, x)
+	for k := range b.consumers() {
+		b.consume(w, k, c, x)
+	}
+}
+
+// produce is chunk c of producer w: drain, Stage, Notify.
+func (b *builder) produce(w, c int, x *exchange) {
 	g := b.g
 	// Drain: before a slot is overwritten, its consumers of chunk c-slots
 	// must have raised FlagConsumed.
@@ -200,7 +209,9 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		for _, o := range x.outs {
 			if lo, hi := g.piece(o.length, w, c); !b.isPacket(o.length) && lo < hi && seen&(1<<o.to) == 0 {
 				seen |= 1 << o.to
-				b.wait(w, b.consumedSlot(b.me, o.to, w), int64(c-g.slots+1), o.check)
+				for k := range b.consumers() {
+					b.wait(w, b.consumedSlot(b.me, o.to, b.consumer(w, k)), int64(c-g.slots+1), o.check)
+				}
 			}
 		}
 	}
@@ -220,12 +231,20 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 			b.notify(w, o.to, b.readySlot(FlagReady, b.me, o.to, w), int64(c+1), o.check)
 		}
 	}
-	// Consume.
+}
+
+// consume is part k of chunk c of what producer w's peers pushed, on its
+// consumer: Wait, then Copy or Reduce out of this rank's staging, then
+// FlagConsumed where the slot is reused (and on the copy engine always).
+// A consumer raises FlagConsumed for every chunk of its producer's, its
+// own part empty or not, so a producer waits for all of them alike.
+func (b *builder) consume(w, k, c int, x *exchange) {
+	g, v := b.g, b.consumer(w, k)
 	waited, drained := 0, 0
-	waitFor := func(from int, check uint64) {
-		if waited&(1<<from) == 0 {
+	waitFor := func(from int, check uint64, lo, hi uint64) {
+		if waited&(1<<from) == 0 && lo < hi {
 			waited |= 1 << from
-			b.wait(w, b.readySlot(FlagReady, from, b.me, w), int64(c+1), check)
+			b.wait(v, b.readySlot(FlagReady, from, b.me, w), int64(c+1), check)
 		}
 	}
 	for _, in := range x.ins {
@@ -233,8 +252,9 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		if b.isPacket(in.length) || lo == hi {
 			continue
 		}
-		waitFor(in.from, in.check)
-		rows(b.copy(w, at(SpaceRecv, in.dst, lo, in.dstStride), b.stage(b.me, in.from, g.stageOff(w, c, in.seg)), hi-lo, 0, 0), lo, in.dstStride)
+		plo, phi := b.part(lo, hi, k)
+		waitFor(in.from, in.check, plo, phi)
+		rows(b.copy(v, at(SpaceRecv, in.dst, plo, in.dstStride), b.stage(b.me, in.from, g.stageOff(w, c, in.seg)+plo-lo), phi-plo, 0, 0), plo, in.dstStride)
 		if g.ring(in.length) || b.engine {
 			drained |= 1 << in.from
 		}
@@ -244,22 +264,23 @@ func (b *builder) emitChunk(w, c int, x *exchange) {
 		if b.isPacket(r.length) || lo == hi {
 			continue
 		}
+		plo, phi := b.part(lo, hi, k)
 		srcs := make([]Ref, b.n)
 		for q := range b.n {
 			if q != b.me {
-				waitFor(q, r.check)
-				srcs[q] = b.stage(b.me, q, g.stageOff(w, c, inbox(q, b.me, b.n)))
-				if g.ring(r.length) {
+				waitFor(q, r.check, plo, phi)
+				srcs[q] = b.stage(b.me, q, g.stageOff(w, c, inbox(q, b.me, b.n))+plo-lo)
+				if g.ring(r.length) || b.engine {
 					drained |= 1 << q
 				}
 			}
 		}
-		srcs[b.me] = at(SpaceSend, r.own, lo, r.ownStride)
-		rows(b.reduce(w, at(SpaceRecv, r.dst, lo, r.dstStride), srcs, b.me, hi-lo, 0, 0), lo, r.ownStride, r.dstStride)
+		srcs[b.me] = at(SpaceSend, r.own, plo, r.ownStride)
+		rows(b.reduce(v, at(SpaceRecv, r.dst, plo, r.dstStride), srcs, b.me, phi-plo, 0, 0), plo, r.ownStride, r.dstStride)
 	}
 	for q := range b.n {
 		if drained&(1<<q) != 0 {
-			b.notify(w, q, b.consumedSlot(q, b.me, w), int64(c+1), x.checkFrom(q))
+			b.notify(v, q, b.consumedSlot(q, b.me, v), int64(c+1), x.checkFrom(q))
 		}
 	}
 }

@@ -122,7 +122,14 @@ func (w *world) launch(c *spec.Call, inPlace bool, input []byte) (*snactest.Laun
 	if err != nil {
 		return nil, err
 	}
-	require.LessOrEqual(w.t, len(plan.Workers), w.rankTopo(c.Rank).Workers, "%s: more workers than the topology has", c)
+	blocks := 0 // the copy engine's workers are no thread blocks
+	for _, wk := range plan.Workers {
+		if wk.Engine == snac.EngineSM {
+			blocks++
+		}
+	}
+	require.LessOrEqual(w.t, blocks, w.rankTopo(c.Rank).Workers, "%s: more workers than the topology has", c)
+	require.LessOrEqual(w.t, len(plan.Workers), snac.MaxWorkers, "%s", c)
 	mem := make([]byte, size)
 	garbage(w.rng, mem)
 	in, out := c.Extents()

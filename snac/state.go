@@ -43,6 +43,7 @@ const (
 	FlagConsumed        // a ring slot was consumed (drain signal to the producer)
 	FlagDone            // the source finished the call (lets a producer reuse a staging half)
 	FlagAgree           // the source's check word of a rooted call, before anything depends on the root
+	FlagGathered        // a gathered chunk was copied out (drain signal of an AllReduce's second phase on the copy engine)
 	numFlagKinds
 )
 

@@ -21,10 +21,12 @@ func engineTopology(n, rank int) snac.Topology {
 }
 
 // TestGPUCopyEngine queues, on 2 ranks (on 2 GPUs, or both on one), every
-// collective of copies and transfers both ways at sizes on the copy engine
-// and off it in turn, without waiting between calls: a rank runs ahead
-// into its next call, of either form, while its peer still reads what it
-// staged in the one before (snac/engine.go). Every output is checked.
+// collective of copies, the reductions whose reducers are thread blocks
+// beside the copy engine's producers, and transfers both ways, at sizes on
+// the copy engine and off it in turn, without waiting between calls: a
+// rank runs ahead into its next call, of either form, while its peer
+// still reads what it staged in the one before (snac/engine.go). Every
+// output is checked.
 func TestGPUCopyEngine(t *testing.T) {
 	needGPUs(t, 1)
 	var count int32
@@ -35,7 +37,8 @@ func TestGPUCopyEngine(t *testing.T) {
 	prog := spectest.Program{NRanks: n}
 	engines, i := 0, 0
 	for _, perRank := range []uint64{256 << 10, 16 << 10, 3 << 20, 100 << 10, 40 << 10, 1 << 20} {
-		for _, coll := range []spec.Collective{spec.AllGather, spec.AllToAll, spec.Broadcast, spec.Gather, spec.Scatter, spec.AllGatherV, spec.AllReduce} {
+		for _, coll := range []spec.Collective{spec.AllGather, spec.AllToAll, spec.Broadcast, spec.Gather, spec.Scatter, spec.AllGatherV,
+			spec.ReduceScatter, spec.Reduce, spec.ReduceScatterV, spec.AllReduce} {
 			typ := everyGPUType[i%len(everyGPUType)]
 			i++
 			calls := make([]*spec.Call, n)
