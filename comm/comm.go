@@ -32,6 +32,10 @@ type Config struct {
 	// communicator spans (1: one node whatever the hosts), instead of
 	// PURLIN_NODES or one node per host.
 	Nodes int
+	// NetChunk, when above 0, replaces PURLIN_NET_CHUNK: the bytes of one
+	// chunk of a pipelined call across nodes (the most of a uint64: never
+	// pipelined).
+	NetChunk uint64
 	// Network carries calls between nodes; nil: the build's default.
 	Network NetworkFactory
 }

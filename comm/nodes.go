@@ -115,7 +115,11 @@ func (c *Comm) initNodes(boot *rendezvous.Bootstrap, nodes snac.Nodes) error {
 		return fmt.Errorf("CommInitRank rank %d: %d nodes of %d ranks: %w", c.rank, nodes.Count, nodes.Local, err)
 	}
 	c.boot, c.atomName = boot, child.atomName
-	c.dp = &spanning{comm: c, local: child, net: net, nodes: nodes}
+	chunk := c.cfg.NetChunk
+	if chunk == 0 {
+		chunk = config.Get().NetChunk
+	}
+	c.dp = &spanning{comm: c, local: child, net: net, nodes: nodes, chunk: chunk}
 	boot.SetOnDrop(func(peer int, err error) {
 		config.Warnf("comm %#x rank %d: %v: work that still waits for it fails", c.handle, c.rank, err)
 		c.dp.PeerGone(peer, err)
@@ -139,6 +143,16 @@ type spanning struct {
 	// call on another stream waits for it first (one scratch serves all).
 	last uintptr
 	used bool
+	// chunk is the bytes of one chunk of a pipelined call (runPipelined;
+	// 0: none is); side, the stream its network phases run on.
+	chunk uint64
+	side  uintptr
+}
+
+// sideStreams is a datapath that gives a stream beside the caller's
+// (host.Rank.SideStream, cuda.Rank.SideStream).
+type sideStreams interface {
+	SideStream() (uintptr, error)
 }
 
 // deviceScratch is a GPU Atom's scratch for Programs (cuda.Rank.Scratch).
@@ -186,48 +200,72 @@ func (s *spanning) Synchronize() error { return s.local.syncDatapath() }
 // communicator (a group of them as one merged Plan), the others on the
 // network, each group in turn.
 func (s *spanning) run(call *spec.Call, stream uintptr) error {
+	if k := s.chunks(call); k > 1 {
+		return s.runPipelined(call, stream, k)
+	}
 	prog, err := snac.Hierarchy(call, s.nodes)
 	if err != nil {
 		return err
 	}
-	// Scratch: the GPU Atom's own device buffer, or Go memory for the
-	// host Atom, kept alive by a function after the Program.
-	var scratch []byte
-	var scratchAt uintptr
-	if prog.Scratch > 0 {
-		if d, ok := s.local.dp.(deviceScratch); ok {
-			if scratchAt, err = d.Scratch(prog.Scratch); err != nil {
-				return err
-			}
-			if s.used && s.last != stream {
-				if err = s.local.dp.Follow(stream, s.last); err != nil {
-					return err
-				}
-			}
-			s.last, s.used = stream, true
-		} else {
-			scratch = make([]byte, prog.Scratch)
-			scratchAt = addressOf(scratch)
-		}
+	scratchAt, keep, err := s.scratch(prog.Scratch, stream)
+	if err != nil {
+		return err
 	}
-	base := func(b snac.Buffer) uintptr {
-		switch b {
+	if err := s.issue(prog.Phases, spans(call, scratchAt), stream); err != nil {
+		return err
+	}
+	return keep()
+}
+
+// scratch is n bytes of scratch for Programs issued on stream: the GPU
+// Atom's own device buffer, or Go memory for the host Atom, which keep
+// (called after the Programs are issued) holds until they ran.
+func (s *spanning) scratch(n uint64, stream uintptr) (at uintptr, keep func() error, err error) {
+	keep = func() error { return nil }
+	if n == 0 {
+		return 0, keep, nil
+	}
+	if d, ok := s.local.dp.(deviceScratch); ok {
+		if at, err = d.Scratch(n); err != nil {
+			return 0, keep, err
+		}
+		if s.used && s.last != stream {
+			if err = s.local.dp.Follow(stream, s.last); err != nil {
+				return 0, keep, err
+			}
+		}
+		s.last, s.used = stream, true
+		return at, keep, nil
+	}
+	b := make([]byte, n)
+	// Plans and the network hold scratch's address only: a function after
+	// them keeps it alive until they ran.
+	return addressOf(b), func() error { return s.enqueue(stream, func() error { runtime.KeepAlive(b); return nil }) }, nil
+}
+
+// spans resolves a Program's Spans for call, with its scratch at scratchAt.
+func spans(call *spec.Call, scratchAt uintptr) func(snac.Span) uintptr {
+	return func(sp snac.Span) uintptr {
+		var b uintptr
+		switch sp.Buf {
 		case snac.BufSend:
-			return call.Send
+			b = call.Send
 		case snac.BufRecv:
-			return call.Recv
+			b = call.Recv
 		case snac.BufScratch:
-			return scratchAt
+			b = scratchAt
 		}
-		return 0
-	}
-	at := func(sp snac.Span) uintptr {
-		if b := base(sp.Buf); b != 0 {
-			return b + uintptr(sp.Off)
+		if b == 0 {
+			return 0
 		}
-		return 0
+		return b + uintptr(sp.Off)
 	}
-	ph := prog.Phases
+}
+
+// issue issues phases on stream, each group of them in turn: node-local
+// phases on the node's communicator (a group as one merged Plan), the
+// others on the network.
+func (s *spanning) issue(ph []snac.Phase, at func(snac.Span) uintptr, stream uintptr) error {
 	for i := 0; i < len(ph); {
 		j := i + 1
 		for j < len(ph) && ph[j].Grouped {
@@ -238,6 +276,7 @@ func (s *spanning) run(call *spec.Call, stream uintptr) error {
 			p.Call.Send, p.Call.Recv = at(p.Send), at(p.Recv)
 			batch[k] = p
 		}
+		var err error
 		if ph[i].Level == snac.LevelNode {
 			err = s.runLocal(batch, stream)
 		} else {
@@ -248,12 +287,142 @@ func (s *spanning) run(call *spec.Call, stream uintptr) error {
 		}
 		i = j
 	}
-	if len(scratch) > 0 {
-		// Plans and the network hold scratch's address only: a function
-		// after them keeps it alive until they ran.
-		return s.enqueue(stream, func() error { runtime.KeepAlive(scratch); return nil })
-	}
 	return nil
+}
+
+// chunks is how many chunks runPipelined cuts call into (1: none): an
+// AllReduce, Broadcast or Reduce (contiguous in and out, so a chunk of
+// elements is a call of its own) of at least two chunks. Every rank
+// decides alike: the call's shape and settings equal on every rank.
+func (s *spanning) chunks(call *spec.Call) int {
+	bytes := call.Count * uint64(call.Type.Size())
+	switch call.Coll {
+	case spec.AllReduce, spec.Broadcast, spec.Reduce:
+	default:
+		return 1
+	}
+	if s.chunk == 0 || bytes/2 < s.chunk {
+		return 1
+	}
+	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, call.Count/chunkAlign(call.Type)))
+}
+
+// chunkAlign is the elements of 16 bytes of t (or one element): where
+// runPipelined's chunks start, so that every chunk's copies are aligned
+// as the whole call's are.
+func chunkAlign(t spec.DataType) uint64 { return max(1, 16/uint64(t.Size())) }
+
+// maxNetChunks bounds a pipelined call's chunks (larger chunks beyond).
+const maxNetChunks = 1024
+
+func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
+
+// runPipelined issues call as k calls of consecutive elements, their
+// Programs interleaved so that the network carries chunk i (on the side
+// stream) while the node runs chunk i+1's phases before the network and
+// chunk i-1's after it (on the caller's stream): chunk i's head (its
+// phases before the network), then the network phases, which wait for
+// the head, then chunk i-1's tail, which waits for its network phases.
+// Node phases keep one order on every rank of a node, network phases one
+// order on every rail. Two scratch regions take the chunks in turn: the
+// chunk two before's tail is done when a head starts, and its network
+// phases when the next network phases start.
+func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
+	sides, ok := s.local.dp.(sideStreams)
+	if !ok {
+		return errs.New(errs.ErrInternal, "a communicator across nodes: its Atom has no side stream")
+	}
+	if s.side == 0 {
+		side, err := sides.SideStream()
+		if err != nil {
+			return err
+		}
+		s.side = side
+	}
+	subs := make([]spec.Call, k)
+	progs := make([]*snac.Program, k)
+	var most uint64
+	for i := range k {
+		subs[i] = chunkOf(call, k, i)
+		p, err := snac.Hierarchy(&subs[i], s.nodes)
+		if err != nil {
+			return err
+		}
+		progs[i], most = p, max(most, p.Scratch)
+	}
+	scratchAt, keep, err := s.scratch(2*most, stream)
+	if err != nil {
+		return err
+	}
+	at := func(i int) func(snac.Span) uintptr {
+		return spans(&subs[i], scratchAt+uintptr(uint64(i%2)*most))
+	}
+	// head, net and tail cut a chunk's Program at its network phases.
+	cut := func(ph []snac.Phase) (head, net, tail []snac.Phase) {
+		a := 0
+		for a < len(ph) && ph[a].Level == snac.LevelNode {
+			a++
+		}
+		b := a
+		for b < len(ph) && ph[b].Level != snac.LevelNode {
+			b++
+		}
+		return ph[:a], ph[a:b], ph[b:]
+	}
+	dp := s.local.dp
+	var tail []snac.Phase
+	for i := range k {
+		head, net, next := cut(progs[i].Phases)
+		if err := s.issue(head, at(i), stream); err != nil {
+			return err
+		}
+		if err := dp.Follow(s.side, stream); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := dp.Follow(stream, s.side); err != nil {
+				return err
+			}
+		}
+		if err := s.issue(net, at(i), s.side); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := s.issue(tail, at(i-1), stream); err != nil {
+				return err
+			}
+		}
+		tail = next
+	}
+	if err := dp.Follow(stream, s.side); err != nil {
+		return err
+	}
+	if err := s.issue(tail, at(k-1), stream); err != nil {
+		return err
+	}
+	return keep()
+}
+
+// chunkOf is chunk i of k of call: its share of the elements, as a call of
+// its own on the same buffers from that element on.
+func chunkOf(call *spec.Call, k, i int) spec.Call {
+	sub := *call
+	a := chunkAlign(call.Type)
+	units := call.Count / a // k <= units (chunks): no chunk is empty
+	lo := units * uint64(i) / uint64(k) * a
+	hi := units * uint64(i+1) / uint64(k) * a
+	if i == k-1 {
+		hi = call.Count
+	}
+	sub.Count = hi - lo
+	off := uintptr(lo * uint64(call.Type.Size()))
+	if sub.Send != 0 {
+		sub.Send += off
+	}
+	if sub.Recv != 0 {
+		sub.Recv += off
+	}
+	return sub
 }
 
 // enqueue runs f in stream order on the node's host Atom.

@@ -13,8 +13,10 @@ import (
 
 	"purlin/comm"
 	"purlin/comm/nettest"
+	"purlin/comm/network"
 	"purlin/errs"
 	"purlin/numeric"
+	"purlin/snac"
 	"purlin/spec"
 	"purlin/spec/spectest"
 )
@@ -297,4 +299,78 @@ func TestCommAcrossNodesDefaultNetwork(t *testing.T) {
 	cfg := nodesConfig(2)
 	cfg.Network = nil
 	requireInitFails(t, 2, cfg, "CUDA Atom")
+}
+
+// streamLog wraps the test network and records the streams its phases
+// were issued on.
+type streamLog struct {
+	network.Network
+	mu      *sync.Mutex
+	streams map[uintptr]int
+}
+
+func (l streamLog) Run(phases []snac.Phase, stream uintptr) error {
+	l.mu.Lock()
+	l.streams[stream]++
+	l.mu.Unlock()
+	return l.Network.Run(phases, stream)
+}
+
+// TestCommAcrossNodesPipelined: an AllReduce, Broadcast or Reduce of at
+// least two network chunks runs in chunks whose network phases go on a
+// stream beside the caller's (comm/nodes.go runPipelined), on every node
+// shape, type and op, in place and apart, against the flat reference; a
+// call below two chunks runs whole on the caller's stream.
+func TestCommAcrossNodesPipelined(t *testing.T) {
+	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float64, spec.Int8}
+	rng := rand.New(rand.NewPCG(16, 2026))
+	for _, shape := range [][2]int{{2, 2}, {3, 1}, {4, 2}} {
+		n := shape[0] * shape[1]
+		var mu sync.Mutex
+		streams := map[uintptr]int{}
+		cfg := nodesConfig(shape[0])
+		cfg.NetChunk = 512
+		cfg.Network = func(job network.Job) (network.Network, error) {
+			net, err := nettest.Loopback(job)
+			return streamLog{net, &mu, streams}, err
+		}
+		comms := startNodes(t, n, cfg)
+		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce} {
+			for _, count := range []uint64{100, 1000, 5001} {
+				typ, op := types[rng.IntN(len(types))], spec.OpKind(rng.IntN(int(spec.PreMulSum)+1))
+				if op == spec.Avg && !typ.IsFloat() {
+					op = spec.Max
+				}
+				inPlace, root := rng.IntN(2) == 0, rng.IntN(n)
+				name := fmt.Sprintf("%dx%d/%s/%d/%s/%s/inplace=%v", shape[0], shape[1], coll, count, typ, spec.Op{Kind: op}, inPlace)
+				t.Run(name, func(t *testing.T) {
+					calls := make([]*spec.Call, n)
+					for r := range n {
+						calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
+							Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
+					}
+					mu.Lock()
+					clear(streams)
+					mu.Unlock()
+					runAcross(t, comms, calls, inPlace, rng)
+					mu.Lock()
+					defer mu.Unlock()
+					if count*uint64(typ.Size()) >= 2*cfg.NetChunk {
+						require.NotContains(t, streams, uintptr(0), "a pipelined call's network phases on the caller's stream")
+						require.NotEmpty(t, streams)
+					} else {
+						require.Subset(t, []uintptr{0}, keys(streams), "a whole call's network phases on the caller's stream")
+					}
+				})
+			}
+		}
+	}
+}
+
+func keys(m map[uintptr]int) []uintptr {
+	var k []uintptr
+	for s := range m {
+		k = append(k, s)
+	}
+	return k
 }

@@ -82,6 +82,11 @@ type Settings struct {
 	// run on, and calls cross between them as between servers (tests of the
 	// multi-node path on one machine). 0: one node per host.
 	Nodes int
+	// NetChunk is PURLIN_NET_CHUNK: a call across nodes of an AllReduce,
+	// Broadcast or Reduce of at least twice this many bytes runs in
+	// chunks of it, each chunk's network phase beside the node phases of
+	// the chunks around it (default 4 MiB; 0: in one piece).
+	NetChunk uint64
 	// BootstrapAddr is PURLIN_BOOTSTRAP_ADDR: the address (host or
 	// host:port) the rendezvous server of a new unique id listens on, which
 	// ranks on other hosts must reach.
@@ -143,6 +148,7 @@ func read() Settings {
 		CopyEngineChunk:   uint64(atoi(Getenv("PURLIN_COPY_ENGINE_CHUNK"), 16<<20)),
 		P2PBytes:          uint64(atoi(Getenv("PURLIN_P2P_BYTES"), 0)),
 		Nodes:             atoi(Getenv("PURLIN_NODES"), 0),
+		NetChunk:          uint64(max(atoi(Getenv("PURLIN_NET_CHUNK"), 4<<20), 0)),
 
 		BootstrapAddr: strings.TrimSpace(Getenv("PURLIN_BOOTSTRAP_ADDR")),
 		SocketIfname:  strings.TrimSpace(Getenv("PURLIN_SOCKET_IFNAME")),

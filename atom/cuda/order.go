@@ -76,7 +76,11 @@ func (r *Rank) Follow(stream, after uintptr) error {
 		s, a := cuStream(stream), cuStream(after)
 		sc, sok := captureOf(s)
 		ac, aok := captureOf(a)
-		if !sok || !aok || sc != ac {
+		// The rank's side stream (SideStream) joins a capture of the
+		// stream it follows, as a fork does; its work joins back before
+		// the call ends.
+		fork := s == r.side && sok && aok && sc.id == 0
+		if !sok || !aok || sc != ac && !fork {
 			return errs.New(errs.ErrInvalidUsage, "cuda rank %d: streams %#x and %#x of one group are not in the same CUDA graph capture (or one cannot be used now)", r.topo.Rank, stream, after)
 		}
 		if err := cuErr(driver.EventRecord(o.join, a), "cuEventRecord", "joining a group's streams"); err != nil {

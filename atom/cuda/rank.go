@@ -21,8 +21,10 @@ type Rank struct {
 	device int
 	ctx    cuContext
 	// scratch is a multi-node communicator's (Scratch); 0 until asked for.
+	// side is its stream for network phases (SideStream), likewise.
 	scratch      devicePtr
 	scratchBytes uint64
+	side         cuStream
 	fn           kernels
 	pdl          bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
 	order        launchOrder // the rank's launches across streams
@@ -297,10 +299,28 @@ func (r *Rank) Scratch(n uint64) (uintptr, error) {
 	return uintptr(r.scratch), err
 }
 
+// SideStream is a stream of the rank's own beside the caller's, made on
+// first use and kept until Close: a multi-node communicator runs a
+// Program's network phases there, so that they overlap the node's (Follow
+// orders the two). Like Scratch, it is called by one thread at a time.
+func (r *Rank) SideStream() (uintptr, error) {
+	if r.side != 0 {
+		return uintptr(r.side), nil
+	}
+	err := inContext(r.ctx, func() error {
+		return cuErr(driver.StreamCreate(&r.side, streamNonBlocking), "cuStreamCreate", "side stream")
+	})
+	return uintptr(r.side), err
+}
+
 func (r *Rank) free() {
 	if r.scratch != 0 {
 		driver.MemFree(r.scratch)
 		r.scratch, r.scratchBytes = 0, 0
+	}
+	if r.side != 0 {
+		driver.StreamDestroy(r.side)
+		r.side = 0
 	}
 	r.plans.free()
 	r.order.free()

@@ -24,6 +24,7 @@ type Rank struct {
 	syms    []*symmetric // by rank; syms[topo.Rank] is this rank's own. Immutable until Close.
 	timeout time.Duration
 	stream  uintptr // the default stream (Launch's stream 0)
+	side    uintptr // SideStream's, made on first use; guarded by mu
 
 	stop    atomic.Bool // every wait gives up: set by Abort and by the first error
 	aborted atomic.Bool
@@ -240,9 +241,28 @@ func (r *Rank) Close() error {
 	for r.inflight > 0 {
 		r.idle.Wait()
 	}
+	side := r.side
 	r.mu.Unlock()
 	err := DestroyStream(r.stream)
+	if side != 0 {
+		err = errors.Join(err, DestroyStream(side))
+	}
 	return errors.Join(err, r.unmapAll())
+}
+
+// SideStream is a stream of the rank's own beside the caller's, made on
+// first use and kept until Close: comm runs a Program's network phases
+// there, so that they overlap the node's (Follow orders the two).
+func (r *Rank) SideStream() (uintptr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, errs.New(errs.ErrInvalidUsage, "host rank %d: SideStream after Close", r.topo.Rank)
+	}
+	if r.side == 0 {
+		r.side = NewStream()
+	}
+	return r.side, nil
 }
 
 func (r *Rank) unmapAll() error {
