@@ -74,7 +74,7 @@ func addr(b []byte) uintptr {
 // in place and apart, against the flat reference.
 func TestCommAcrossNodes(t *testing.T) {
 	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
-		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter}
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV}
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Int8}
 	rng := rand.New(rand.NewPCG(15, 2026))
 	for _, shape := range [][2]int{{2, 2}, {2, 3}, {3, 1}, {4, 2}} {
@@ -93,6 +93,9 @@ func TestCommAcrossNodes(t *testing.T) {
 					for r := range n {
 						calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
 							Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
+						if coll.Vectored() {
+							calls[r].Counts, calls[r].Displs = spectest.Uneven(count, n)
+						}
 					}
 					runAcross(t, comms, calls, inPlace, rng)
 				})
@@ -214,7 +217,9 @@ func TestCommAcrossNodesRefuses(t *testing.T) {
 	const n = 4
 	comms := startNodes(t, n, nodesConfig(2))
 	buf := hostBytes(t, 64)
-	c := spec.Call{Coll: spec.AllGatherV, Counts: []uint64{1, 1, 1, 1}, Displs: []uint64{0, 1, 2, 3}, Type: spec.Float32, Send: addr(buf), Recv: addr(buf[16:])}
+	one, at := []uint64{1, 1, 1, 1}, []uint64{0, 1, 2, 3}
+	c := spec.Call{Coll: spec.AllToAllV, SendCounts: one, SendDispls: at, RecvCounts: one, RecvDispls: at, Type: spec.Float32,
+		Send: addr(buf), Recv: addr(buf[16:])}
 	err := comms[0].Collective(&c, 0)
 	require.ErrorIs(t, err, errs.ErrInvalidUsage)
 	require.ErrorContains(t, err, "across nodes")

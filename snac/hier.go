@@ -94,11 +94,15 @@ type Program struct {
 //     root node's ranks and each rail broadcasts its piece; Reduce reduces
 //     pieces in every node, reduces each on its rail to the root's node and
 //     gathers them at the root; Gather and Scatter go through the root's rail;
-//   - Send and Recv: on the node, or between the two ranks (LevelWorld).
+//   - Send and Recv: on the node, or between the two ranks (LevelWorld);
+//   - the V forms of AllGather and ReduceScatter: per node, a grouped V
+//     collective for each other node's ranks, the rail's V collective of
+//     every node's rank of this local index.
 //
 // So every byte crosses the network once, spread over all rails. What it
-// cannot serve (the V, column-block and matrix layouts, an epilogue, Avg of
-// integers) is refused with an error naming it.
+// cannot serve (AllToAllV, whose counts each rank alone knows, the
+// column-block and matrix layouts, an epilogue, Avg of integers) is
+// refused with an error naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
 		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
@@ -108,7 +112,7 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	}
 	d := call.Coll.Definition()
 	switch {
-	case call.Coll.Vectored() || call.Coll.Columns():
+	case call.Coll.PairCounts() || call.Coll.Columns() || call.Coll.Matrix():
 		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
 	case call.Epilogue.Kind != 0:
 		return nil, unsupported(call, "an epilogue")
@@ -122,6 +126,10 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	switch in, out := d.In, d.Out; {
 	case call.Coll == spec.SendRecv:
 		h.sendRecv()
+	case call.Coll.Vectored() && d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && out.Shape == spec.Scattered:
+		h.allGatherV()
+	case call.Coll.Vectored() && d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
+		h.reduceScatterV()
 	case d.Consume == spec.ConsumeReduce && in.Shape == spec.Packed && !in.Rooted && out.Shape == spec.Packed && !out.Rooted:
 		h.allReduce()
 	case d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
@@ -252,6 +260,63 @@ func (h *hier) reduceScatter() {
 	rows.Call.Rows = k
 	h.phase(LevelRail, spec.ReduceScatter, c, h.at(BufScratch, 0), h.at(BufRecv, 0))
 	h.scratch(k * c * h.size)
+}
+
+// vector is, for the ranks of node m (local rank order), the call's counts
+// and displacements (elements), as a node's V collective takes them.
+func (h *hier) vector(m int) (counts, displs []uint64) {
+	l := h.nodes.Local
+	return h.call.Counts[m*l : (m+1)*l], h.call.Displs[m*l : (m+1)*l]
+}
+
+// rail is, for this rank's rail, every node's count (the count of its rank
+// of this local index) and where it lies packed in node order.
+func (h *hier) rail() (counts, packed []uint64) {
+	counts, packed = make([]uint64, h.nodes.Count), make([]uint64, h.nodes.Count)
+	var at uint64
+	for m := range counts {
+		counts[m], packed[m] = h.call.Counts[m*h.nodes.Local+h.local], at
+		at += counts[m]
+	}
+	return counts, packed
+}
+
+// allGatherV: rail l gathers the inputs of every node's rank l, packed in
+// node order (scratch); then, per source node m, the node gathers what its
+// ranks hold of node m's ranks into the output, at their displacements.
+func (h *hier) allGatherV() {
+	counts, packed := h.rail()
+	g := h.phase(LevelRail, spec.AllGatherV, 0, h.at(BufSend, 0), h.at(BufScratch, 0))
+	g.Call.Counts, g.Call.Displs = counts, packed
+	for m := range h.nodes.Count {
+		p := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, packed[m]), h.at(BufRecv, 0))
+		p.Call.Counts, p.Call.Displs = h.vector(m)
+		p.Grouped = m > 0
+	}
+	h.scratch(sum(counts) * h.size)
+}
+
+// reduceScatterV: per destination node m, the node reduces the parts for
+// node m's ranks, local rank l taking rank (m, l)'s, packed in node order
+// (scratch); rail l then reduces and scatters them over the nodes.
+func (h *hier) reduceScatterV() {
+	counts, packed := h.rail()
+	for m := range h.nodes.Count {
+		p := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, packed[m]))
+		p.Call.Counts, p.Call.Displs = h.vector(m)
+		p.Grouped = m > 0
+	}
+	r := h.phase(LevelRail, spec.ReduceScatterV, 0, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	r.Call.Counts, r.Call.Displs = counts, packed
+	h.scratch(sum(counts) * h.size)
+}
+
+func sum(v []uint64) uint64 {
+	var s uint64
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
 
 func (h *hier) allGather() {

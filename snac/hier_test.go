@@ -64,6 +64,9 @@ func (c hierCase) calls(nranks int) []*spec.Call {
 	for r := range calls {
 		op := spectest.OpFor(spectest.RankOp(spec.Op{Kind: c.op, Scalar: 0.75}, r), c.typ, nranks)
 		call := &spec.Call{Coll: c.coll, Count: c.count, Type: c.typ, Op: op, Root: c.root, Rank: r, NRanks: nranks}
+		if c.coll == spec.AllGatherV || c.coll == spec.ReduceScatterV {
+			call.Counts, call.Displs = spectest.Uneven(c.count, nranks)
+		}
 		if c.coll == spec.SendRecv { // pairs (0,1), (2,3), ... and the last odd rank to itself
 			call.Peer = r ^ 1
 			if call.Peer >= nranks {
@@ -79,7 +82,7 @@ func (c hierCase) calls(nranks int) []*spec.Call {
 func TestHierarchyMatchesFlatCollective(t *testing.T) {
 	shapes := []snac.Nodes{{2, 1}, {1, 3}, {2, 2}, {3, 2}, {2, 3}, {2, 4}}
 	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
-		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.SendRecv}
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.SendRecv, spec.AllGatherV, spec.ReduceScatterV}
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Uint8, spec.Float8e4m3}
 	rng := rand.New(rand.NewPCG(11, 15))
 	for _, nodes := range shapes {
@@ -150,7 +153,8 @@ func runHier(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand) {
 func TestHierarchyRefusesWhatItCannotServe(t *testing.T) {
 	nodes := snac.Nodes{Count: 2, Local: 2}
 	for _, c := range []spec.Call{
-		{Coll: spec.AllGatherV, Counts: []uint64{1, 1, 1, 1}, Displs: []uint64{0, 1, 2, 3}, Type: spec.Float32},
+		{Coll: spec.AllToAllV, SendCounts: []uint64{1, 1, 1, 1}, SendDispls: []uint64{0, 1, 2, 3},
+			RecvCounts: []uint64{1, 1, 1, 1}, RecvDispls: []uint64{0, 1, 2, 3}, Type: spec.Float32},
 		{Coll: spec.AllGatherColumns, Count: 4, Rows: 2, Type: spec.Float32},
 		{Coll: spec.AllReduce, Count: 8, Type: spec.Int32, Op: spec.Op{Kind: spec.Avg}},
 		{Coll: spec.AllReduce, Count: 8, Type: spec.Float32, Epilogue: spec.Epilogue{Kind: spec.EpilogueResidualAdd, Hidden: 4}},

@@ -91,3 +91,16 @@ func OpFor(op spec.Op, t spec.DataType, nranks int) spec.Op {
 	}
 	return op
 }
+
+// Uneven is counts and displacements (elements) of a V collective over
+// nranks ranks around count: unequal, some 0 when count is small, packed in
+// reverse rank order, so that no rank's part lies where an even split puts it.
+func Uneven(count uint64, nranks int) (counts, displs []uint64) {
+	counts, displs = make([]uint64, nranks), make([]uint64, nranks)
+	var at uint64
+	for q := nranks - 1; q >= 0; q-- {
+		counts[q] = (count + uint64(q)) % (count + 2)
+		displs[q], at = at, at+counts[q]
+	}
+	return counts, displs
+}
