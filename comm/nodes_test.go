@@ -82,26 +82,34 @@ func TestCommAcrossNodes(t *testing.T) {
 		comms := startNodes(t, n, nodesConfig(shape[0]))
 		for _, coll := range colls {
 			for _, count := range []uint64{1, 7, 300, 5000} {
-				typ, op := types[rng.IntN(len(types))], spec.OpKind(rng.IntN(int(spec.PreMulSum)+1))
-				if op == spec.Avg && !typ.IsFloat() {
-					op = spec.Max
-				}
-				inPlace, root := rng.IntN(2) == 0, rng.IntN(n)
-				name := fmt.Sprintf("%dx%d/%s/%d/%s/%s/inplace=%v", shape[0], shape[1], coll, count, typ, spec.Op{Kind: op}, inPlace)
+				calls, inPlace, name := acrossCase(rng, types, shape, coll, count)
 				t.Run(name, func(t *testing.T) {
-					calls := make([]*spec.Call, n)
-					for r := range n {
-						calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
-							Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
-						if coll.Vectored() {
-							calls[r].Counts, calls[r].Displs = spectest.Uneven(count, n)
-						}
-					}
 					runAcross(t, comms, calls, inPlace, rng)
 				})
 			}
 		}
 	}
+}
+
+// acrossCase is every rank's call of coll on count elements on nodes of
+// shape (nodes x ranks), of a type of types and an op, root and placement
+// drawn from rng; name is the subtest's.
+func acrossCase(rng *rand.Rand, types []spec.DataType, shape [2]int, coll spec.Collective, count uint64) (calls []*spec.Call, inPlace bool, name string) {
+	n := shape[0] * shape[1]
+	typ, op := types[rng.IntN(len(types))], spec.OpKind(rng.IntN(int(spec.PreMulSum)+1))
+	if op == spec.Avg && !typ.IsFloat() {
+		op = spec.Max
+	}
+	inPlace, root := rng.IntN(2) == 0, rng.IntN(n)
+	calls = make([]*spec.Call, n)
+	for r := range n {
+		calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
+			Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
+		if coll.Vectored() {
+			calls[r].Counts, calls[r].Displs = spectest.Uneven(count, n)
+		}
+	}
+	return calls, inPlace, fmt.Sprintf("%dx%d/%s/%d/%s/%s/inplace=%v", shape[0], shape[1], coll, count, typ, spec.Op{Kind: op}, inPlace)
 }
 
 // runAcross issues calls (one per rank) on comms and checks every output.
@@ -342,18 +350,9 @@ func TestCommAcrossNodesPipelined(t *testing.T) {
 		comms := startNodes(t, n, cfg)
 		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce} {
 			for _, count := range []uint64{100, 1000, 5001} {
-				typ, op := types[rng.IntN(len(types))], spec.OpKind(rng.IntN(int(spec.PreMulSum)+1))
-				if op == spec.Avg && !typ.IsFloat() {
-					op = spec.Max
-				}
-				inPlace, root := rng.IntN(2) == 0, rng.IntN(n)
-				name := fmt.Sprintf("%dx%d/%s/%d/%s/%s/inplace=%v", shape[0], shape[1], coll, count, typ, spec.Op{Kind: op}, inPlace)
+				calls, inPlace, name := acrossCase(rng, types, shape, coll, count)
+				typ := calls[0].Type
 				t.Run(name, func(t *testing.T) {
-					calls := make([]*spec.Call, n)
-					for r := range n {
-						calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
-							Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
-					}
 					mu.Lock()
 					clear(streams)
 					mu.Unlock()
