@@ -1,8 +1,8 @@
 // Command purlin-plan prints the Plans SNAC derives for a collective on the
 // CUDA Atom's topology (its defaults, and the PURLIN_* settings that shape
 // Plans), without a GPU: for each size, the regime, the thread blocks one
-// rank uses and the steps of its first block; with -steps, every step of
-// that block.
+// rank uses, its workers on the copy engine (PURLIN_COPY_ENGINE) and the
+// steps of its first worker; with -steps, every step of that worker.
 //
 //	purlin-plan [-ranks 2] [-rank 0] [-type float32] [-from 8] [-to 1G] [-factor 4] [-steps] [-hidden N] COLLECTIVE
 //
@@ -143,7 +143,7 @@ func report(w io.Writer, o options) error {
 	topo := cuda.Topology(o.ranks, o.rank)
 	fmt.Fprintf(w, "# %s, %s, rank %d of %d; stage half %d, point-to-point half %d, packets to %d, chunks to %d, blocks to %d\n",
 		o.coll, o.dtype, o.rank, o.ranks, topo.StageHalf, topo.P2PHalf, topo.PacketMax, topo.ChunkMax, topo.Workers)
-	fmt.Fprintf(w, "# %12s  %-8s  %6s  %s\n", "bytes", "regime", "blocks", "steps of block 0")
+	fmt.Fprintf(w, "# %12s  %-8s  %6s  %6s  %s\n", "bytes", "regime", "blocks", "copies", "steps of worker 0")
 	for bytes := o.from; bytes <= o.to; bytes *= o.factor {
 		c := call(o, bytes)
 		if c.Count == 0 {
@@ -160,7 +160,13 @@ func report(w io.Writer, o options) error {
 		if len(p.Workers) > 0 {
 			first = p.WorkerSteps(0)
 		}
-		fmt.Fprintf(w, "%14d  %-8s  %6d  %d%s\n", bytes, p.Regime, len(p.Workers), len(first), epilogueRows(o, p))
+		copies := 0 // workers on the copy engine (PURLIN_COPY_ENGINE): streams, not blocks
+		for _, wk := range p.Workers {
+			if wk.Engine == snac.EngineCopy {
+				copies++
+			}
+		}
+		fmt.Fprintf(w, "%14d  %-8s  %6d  %6d  %d%s\n", bytes, p.Regime, len(p.Workers)-copies, copies, len(first), epilogueRows(o, p))
 		if o.steps {
 			for _, s := range first {
 				fmt.Fprintf(w, "    %-7s bytes %d sources %d peer %d slot %d delta %d dst %+v src0 %+v\n",

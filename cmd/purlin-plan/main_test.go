@@ -37,7 +37,7 @@ func TestRegimesAndBlocks(t *testing.T) {
 	t.Cleanup(func() { config.Reload() })
 	r := rows(t, "-from", "16", "-to", "1G", "-factor", "4", "allreduce")
 	require.Len(t, r, 14) // 16 B, 64 B, ... 1 GiB
-	require.Equal(t, []string{"16", "packet", "1", "2"}, r[0])
+	require.Equal(t, []string{"16", "packet", "1", "0", "2"}, r[0])
 	last := r[len(r)-1]
 	require.Equal(t, "1073741824", last[0])
 	require.NotEqual(t, "packet", last[1])
@@ -47,7 +47,7 @@ func TestRegimesAndBlocks(t *testing.T) {
 	// in int8: block 0 sends packets to each of 3 peers and copies from
 	// each; a second block makes the local copy beside them.
 	r = rows(t, "-ranks", "4", "-type", "int8", "-from", "8", "-to", "8", "allgather")
-	require.Equal(t, [][]string{{"8", "packet", "2", "6"}}, r)
+	require.Equal(t, [][]string{{"8", "packet", "2", "0", "6"}}, r)
 
 	// -steps lists block 0's steps under its row.
 	o, err := parse([]string{"-from", "8", "-to", "8", "-steps", "sendrecv"})
@@ -56,6 +56,13 @@ func TestRegimesAndBlocks(t *testing.T) {
 	require.NoError(t, report(&out, o))
 	require.Contains(t, out.String(), "    wait ")
 	require.Contains(t, out.String(), "    copy ")
+
+	// With the copy engine, a large AllReduce's producers are copies and
+	// its reducers blocks.
+	t.Setenv("PURLIN_COPY_ENGINE", "16777216")
+	config.Reload()
+	r = rows(t, "-from", "256M", "-to", "256M", "allreduce")
+	require.Equal(t, []string{"268435456", "ring", "32", "2"}, r[0][:4])
 }
 
 func TestBadArguments(t *testing.T) {
