@@ -268,6 +268,32 @@ func (n *nccl) issue(p *snac.Phase, stream uintptr) error {
 			return nil
 		}
 		return check(C.pn_send(send, count, t, C.int(c.Root), comm, st), "ncclSend")
+	case spec.AllGatherV: // a Broadcast from each rank of its part, in the group
+		for q := range c.NRanks {
+			part := c.Recv + uintptr(c.Displs[q])*size
+			src := part // the root's buffer only is read
+			if q == c.Rank {
+				src = c.Send
+			}
+			if c.Counts[q] == 0 {
+				continue
+			}
+			if err := check(C.pn_broadcast(ptr(src), ptr(part), C.size_t(c.Counts[q]), t, C.int(q), comm, st), "ncclBroadcast"); err != nil {
+				return err
+			}
+		}
+		return nil
+	case spec.ReduceScatterV: // a Reduce of each rank's part to it, in the group
+		for q := range c.NRanks {
+			if c.Counts[q] == 0 {
+				continue
+			}
+			part := ptr(c.Send + uintptr(c.Displs[q])*size)
+			if err := check(C.pn_reduce(part, recv, C.size_t(c.Counts[q]), t, op, C.int(q), comm, st), "ncclReduce"); err != nil {
+				return err
+			}
+		}
+		return nil
 	case spec.Scatter:
 		if c.Rank == c.Root {
 			for q := range c.NRanks {

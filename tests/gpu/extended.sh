@@ -15,7 +15,7 @@
 #              NCCL's network forced onto sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1),
 #              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count)
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
-# racecheck.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-model.md.
+# racecheck.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
 # purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
@@ -85,8 +85,18 @@ if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
         "$bin/perf-$lib" "$c" -g "$NGPUS" -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-$lib.txt" 2>&1 || { s=1; note "FAIL nodes $lib $c"; }
     done
   done
+  # Purlin alone: the V forms (NCCL has none), and AllReduce whole (PURLIN_NET_CHUNK=0) beside
+  # the pipelined run above.
+  for c in allgatherv reducescatterv; do
+    echo "## RUN nodes purlin $c" >>"$out/nodes-purlin-only.txt"
+    PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
+      "$bin/perf-purlin" "$c" -g "$NGPUS" -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin $c"; }
+  done
+  echo "## RUN nodes purlin allreduce, PURLIN_NET_CHUNK=0" >>"$out/nodes-purlin-only.txt"
+  PURLIN_NET_CHUNK=0 PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
+    "$bin/perf-purlin" allreduce -g "$NGPUS" -b 1M -e 64M -f 4 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin allreduce whole"; }
   python3 "$root/tools/costmodel.py" --nodes 2 --local $((NGPUS / 2)) --perf "$out/nodes-purlin.txt" >"$out/nodes-model.md" 2>&1
-  verdict nodes $s "($(wrong "$out/nodes-purlin.txt"); nodes-purlin.txt beside nodes-nccl.txt, the model in nodes-model.md)"
+  verdict nodes $s "($(wrong "$out/nodes-purlin.txt") $(wrong "$out/nodes-purlin-only.txt"); nodes-purlin.txt beside nodes-nccl.txt, the V forms and AllReduce unpipelined in nodes-purlin-only.txt, the model in nodes-model.md)"
 else note "SKIP nodes (needs an even number of GPUs, at least 2)"; fi
 
 echo "extended gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
