@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tests/gpu/engine.sh: the copy engine (PURLIN_COPY_ENGINE) against thread blocks and NCCL, on a
+# machine with at least two NVIDIA GPUs and a CUDA driver, after `make gpu-tests` (about 5 minutes
+# at 2 GPUs). Not part of run.sh: it decides PURLIN_COPY_ENGINE's default and its workers and
+# chunk. Parts, each in $PURLIN_GPU_LOGS (default build/gpu/logs):
+#   cebench.txt       tests/gpu/cebench.cu: the copy engine's ceiling (one copy, chunks on 1-4 streams)
+#   engine-test.log   cuda.test TestGPUCopyEngine (every copy collective, reduction and transfer, on
+#                     and off the engine, queued without waits)
+#   engine-eager.txt  purlin-perf 64 MiB-1 GiB, eager: NCCL, Purlin in blocks, Purlin on the engine
+#                     from ENGINE_FROM bytes (default 16 MiB), for every collective the engine serves
+#   engine-graph.txt  the same in CUDA graphs (-G 3), Purlin only
+#   engine-settings.txt  AllGather and AllReduce on the engine at 1, 3 and 4 workers and 4 or 32 MiB chunks
+# Each line: collective, library, engine setting, extra arguments, bytes, time (us), busbw (GB/s),
+# #wrong (out of place). NGPUS as in run.sh. NVLink multicast stays off.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${PURLIN_GPU_LOGS:-$root/build/gpu/logs}"
+gpu="$root/build/gpu"
+bin="$gpu/bin"
+mkdir -p "$out" "$bin"
+source "$root/tests/gpu/ngpus.sh"
+source "$root/tests/gpu/build-perf.sh" || { echo "build failed: $out/env.log"; exit 1; }
+from="${ENGINE_FROM:-16777216}"
+
+nvcc -std=c++17 -O3 -arch=sm_90 -o "$bin/cebench" "$root/tests/gpu/cebench.cu" &&
+  timeout 90 "$bin/cebench" 1024 >"$out/cebench.txt" 2>&1
+(cd "$root/atom/cuda" && timeout 120 "$gpu/cuda.test" -test.run 'GPUCopyEngine' -test.v) >"$out/engine-test.log" 2>&1
+grep -E "^(--- |ok|FAIL)" "$out/engine-test.log"
+
+# perf LIB COLL [ARGS]: one purlin-perf run, one line per size (PURLIN_COPY_ENGINE as set).
+perf() {
+  local lib=$1 c=$2; shift 2
+  timeout 60 "$bin/perf-$lib" "$c" -g "$NGPUS" -b 64M -e 1G -f 4 -n 5 -w 2 "$@" 2>&1 | grep -E "^ +[0-9]" |
+    awk -v l="$lib" -v c="$c" -v a="$*" -v e="${PURLIN_COPY_ENGINE:-0}" '{print c, l, "engine=" e, a, $1, $6, $8, $9}'
+}
+for c in allreduce allgather reducescatter alltoall broadcast reduce sendrecv gather scatter; do
+  perf nccl "$c"
+  perf purlin "$c"
+  PURLIN_COPY_ENGINE=$from perf purlin "$c"
+done | tee "$out/engine-eager.txt"
+for c in allreduce allgather reducescatter broadcast sendrecv; do
+  perf purlin "$c" -G 3
+  PURLIN_COPY_ENGINE=$from perf purlin "$c" -G 3
+done | tee "$out/engine-graph.txt"
+for w in 1 3 4; do
+  for chunk in 4194304 33554432; do
+    for c in allgather allreduce; do
+      PURLIN_COPY_ENGINE=$from PURLIN_COPY_ENGINE_WORKERS=$w PURLIN_COPY_ENGINE_CHUNK=$chunk perf purlin "$c" | sed "s/\$/ workers=$w chunk=$chunk/"
+    done
+  done
+done | tee "$out/engine-settings.txt"
