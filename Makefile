@@ -30,7 +30,7 @@ nccl-so-cuda: kernels
 
 FORCE:
 
-# `make test`: go vet, go test -race, go fuzz (5 s a decoder), make kernels (and each header alone), the C suites, the ABI
+# `make test`: go vet, go test -race, go fuzz (50000 inputs a decoder), make kernels (and each header alone), the C suites, the ABI
 # test and the Python suite; one closing line per suite, non-zero on any failure.
 test:
 	@tests/run.sh
