@@ -109,5 +109,13 @@ func (cfg Config) override(t snac.Topology) snac.Topology {
 	if cfg.ChunkMax > 0 {
 		t.ChunkMax = cfg.ChunkMax
 	}
-	return t
+	s := config.Get()
+	from, workers, chunk := t.EngineMin, t.EngineWorkers, t.EngineChunk
+	if cfg.CopyEngine > 0 {
+		from, workers, chunk = cfg.CopyEngine, s.CopyEngineWorkers, s.CopyEngineChunk
+		if cfg.CopyEngineChunk > 0 {
+			chunk = cfg.CopyEngineChunk
+		}
+	}
+	return t.WithEngine(from, workers, chunk) // above the packets' sizes set here
 }

@@ -28,6 +28,10 @@ type Config struct {
 	P2PHalf   uint64
 	PacketMax uint64
 	ChunkMax  uint64
+	// CopyEngine, when above 0, replaces PURLIN_COPY_ENGINE (the shortest
+	// transfer on the copy engine), and CopyEngineChunk its chunk bound.
+	CopyEngine      uint64
+	CopyEngineChunk uint64
 	// Nodes, when above 0, is how many nodes of consecutive ranks the
 	// communicator spans (1: one node whatever the hosts), instead of
 	// PURLIN_NODES or one node per host.

@@ -195,3 +195,38 @@ func TestP2PRandomGroupings(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyEngineThroughComm: with the copy engine on (Config.CopyEngine),
+// random programs of transfers and collectives, each rank cutting its
+// calls into groups at random, and runs of mixed collectives, at 2, 3 and
+// 4 ranks on the host Atom, which runs a copy-engine Plan's workers as any
+// others: the Plans, their merges in groups and their mix with the other
+// regimes, through comm; every byte received is checked.
+func TestCopyEngineThroughComm(t *testing.T) {
+	for _, n := range []int{2, 3, 4} {
+		t.Run(fmt.Sprint(n, "ranks"), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.CopyEngine, cfg.CopyEngineChunk = 4<<10, 4<<10
+			comms := startComms(t, n, cfg)
+			rng := rand.New(rand.NewPCG(uint64(n), 31))
+			bytes := func() uint64 { return rng.Uint64N([]uint64{1 << 10, 16 << 10, 64 << 10}[rng.IntN(3)]) }
+			coll := func() []*spec.Call {
+				s := randomShape(rng, collectives[rng.IntN(len(collectives))], n, rng.Uint64N(20000))
+				calls := make([]*spec.Call, n)
+				for r := range n {
+					calls[r] = s.call(r, n)
+				}
+				return calls
+			}
+			for range 4 {
+				prog := spectest.RandomProgram(rng, n, 2+rng.IntN(3*n), 12, bytes, coll)
+				runProgram(t, comms, &prog, rng)
+			}
+			var shapes []shape
+			for range 40 {
+				shapes = append(shapes, randomShape(rng, collectives[rng.IntN(len(collectives))], n, []uint64{3, 2000, 20000}[rng.IntN(3)]))
+			}
+			runShapes(t, comms, shapes, rng, false)
+		})
+	}
+}

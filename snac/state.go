@@ -92,14 +92,32 @@ type Topology struct {
 	PacketMax uint64
 	// ChunkMax bounds a chunk per worker in the chunked and ring regimes.
 	ChunkMax uint64
-	// EngineMin is the shortest transfer that a collective of copies
-	// alone (no reduction, no rows) moves with the Atom's copy engine: its
-	// Plan's workers are EngineCopy (engine.go). 0: the Atom has none, or
-	// it is off. EngineWorkers and EngineChunk are such a Plan's data
-	// workers (copy-engine queues) and its chunk bound.
+	// EngineMin is the shortest transfer that a collective moves with the
+	// Atom's copy engine: its Plan's data workers are EngineCopy
+	// (engine.go). 0: the Atom has none, or it is off. EngineWorkers and
+	// EngineChunk are such a Plan's data workers (copy-engine queues) and
+	// its chunk bound. WithEngine sets all three.
 	EngineMin     uint64
 	EngineWorkers int
 	EngineChunk   uint64
+}
+
+// MaxEngineWorkers bounds Topology.EngineWorkers.
+const MaxEngineWorkers = 7
+
+// WithEngine is t with its copy engine serving transfers from `from` bytes
+// on (0: off), never below the packets' sizes, with workers copy-engine
+// workers a call (1 to MaxEngineWorkers) in chunks of at most chunk bytes.
+// Set PacketMax first.
+func (t Topology) WithEngine(from uint64, workers int, chunk uint64) Topology {
+	if from == 0 {
+		t.EngineMin, t.EngineWorkers, t.EngineChunk = 0, 0, 0
+		return t
+	}
+	t.EngineMin = max(from, t.PacketMax+1)
+	t.EngineWorkers = min(max(workers, 1), MaxEngineWorkers)
+	t.EngineChunk = max(chunk, unit)
+	return t
 }
 
 // StageBytes is the size of one rank's staging buffer:

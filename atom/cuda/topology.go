@@ -47,11 +47,7 @@ func Topology(nranks, rank int) snac.Topology {
 		t.Workers = min(s.MaxCTAs, snac.MaxWorkers)
 	}
 	s.Sizes(&t.StageHalf, &t.P2PHalf, &t.PacketMax, &t.ChunkMax)
-	if s.CopyEngine > 0 { // engine.go; never below the packets' sizes
-		t.EngineMin = max(s.CopyEngine, t.PacketMax+1)
-		t.EngineWorkers, t.EngineChunk = min(max(s.CopyEngineWorkers, 1), maxEngineWorkers-1), s.CopyEngineChunk
-	}
-	return t
+	return t.WithEngine(s.CopyEngine, s.CopyEngineWorkers, s.CopyEngineChunk) // engine.go
 }
 
 // DefaultP2PHalf is one half of one peer's point-to-point area

@@ -31,5 +31,8 @@ func Topology(nranks, rank int) snac.Topology {
 	t := snac.Topology{NRanks: nranks, Rank: rank, Workers: s.HostWorkers, StageHalf: DefaultStageHalf,
 		P2PHalf: DefaultP2PHalf, PacketMax: DefaultPacketMax, ChunkMax: DefaultChunkMax}
 	s.Sizes(&t.StageHalf, &t.P2PHalf, &t.PacketMax, &t.ChunkMax)
-	return t
+	// The host Atom runs a copy-engine Plan's workers as any others: the
+	// Plans, their merges and comm's handling of them are checked without
+	// a GPU.
+	return t.WithEngine(s.CopyEngine, s.CopyEngineWorkers, s.CopyEngineChunk)
 }
