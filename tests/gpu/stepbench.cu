@@ -14,7 +14,8 @@
  *            each satisfied at once: what a signal step costs besides the
  *            flag's flight between GPUs
  * and, as the floor, a plain kernel that copies 16 bytes and passes a
- * barrier 33 times. No peer and no other GPU.
+ * barrier 33 times, by one thread and through Purlin's copyPlain with the
+ * whole block. No peer and no other GPU.
  *
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench [PLAN]
  *
@@ -52,6 +53,16 @@ constexpr int kCopies = 33, kPairs = 16, kLaunches = 100, kReps = 10;
 __global__ void floorKernel(const uint4* src, uint4* dst, int n) {
   for (int k = 0; k < n; k++) {
     if (threadIdx.x == 0) dst[k] = src[k];
+    __syncthreads();
+  }
+}
+
+/* floorCopyPlain is floorKernel through Purlin's copyPlain (the whole
+ * block, as a Copy step moves): the copy's own cost, without the step
+ * loop around it. */
+__global__ void floorCopyPlain(const uint4* src, uint4* dst, int n) {
+  for (int k = 0; k < n; k++) {
+    purlin::copyPlain((uint64_t)(dst + k), (uint64_t)(src + k), 16);
     __syncthreads();
   }
 }
@@ -201,6 +212,8 @@ int main(int argc, char** argv) {
     if (only) break;
     const float us = usPerLaunch(s, [&] { floorKernel<<<1, kThreads, 0, s>>>((const uint4*)send, (uint4*)recv, n); });
     printf("stepbench: floor    %2d copies of 16 B with a barrier each in a plain kernel: %7.3f us a launch\n", n, us);
+    const float viaCopy = usPerLaunch(s, [&] { floorCopyPlain<<<1, kThreads, 0, s>>>((const uint4*)send, (uint4*)recv, n); });
+    printf("stepbench: floor    %2d copies of 16 B with a barrier each through copyPlain:    %7.3f us a launch\n", n, viaCopy);
   }
   return 0;
 }
