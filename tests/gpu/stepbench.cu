@@ -15,12 +15,21 @@
  *            flag's flight between GPUs
  * and, as the floor, a plain kernel that copies 16 bytes and passes a
  * barrier 33 times, by one thread and through Purlin's copyPlain with the
- * whole block. No peer and no other GPU.
+ * whole block. Then the epilogue of an AllReduce (residual add + RMSNorm,
+ * bfloat16, rows of 4096; csrc/epilogue.cuh) on 1 to 1024 rows:
+ *   epilogue  purlin_epilogue alone, on the grid atom/cuda gives it, against
+ *            a plain kernel that does the same arithmetic a block a row in
+ *            float32 (rsqrtf, fused multiply-adds: not Purlin's rounding)
+ *   fused    one worker's Copy of a row and its Epilogue step in
+ *            purlin_run_epilogue, against purlin_run then purlin_epilogue
+ *            and the Copy alone in purlin_run: the shape of a one-row fused
+ *            call
+ * No peer and no other GPU.
  *
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench [PLAN]
  *
- * PLAN (one copy, copies, packets or signals) runs that Plan alone and no floor: one
- * shape for a profiler to sample.
+ * PLAN (one copy, copies, packets, signals or epilogue) runs that Plan alone and no
+ * floor: one shape for a profiler to sample.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -65,6 +74,36 @@ __global__ void floorCopyPlain(const uint4* src, uint4* dst, int n) {
     purlin::copyPlain((uint64_t)(dst + k), (uint64_t)(src + k), 16);
     __syncthreads();
   }
+}
+
+constexpr uint32_t kHidden = 4096, kMaxRows = 1024;
+
+/* rmsnormFloor: out = norm(out + res) * w, res = out + res, a block of 512
+ * threads a row of 4096 bfloat16, one 16-byte vector a thread: the plain
+ * kernel an epilogue of these rows could be. */
+__global__ void rmsnormFloor(__nv_bfloat16* out, __nv_bfloat16* res, const __nv_bfloat16* w, float eps) {
+  static_assert(kHidden == kThreads * 8, "one vector a thread");
+  __shared__ float warps[kThreads / 32];
+  const uint64_t at = (uint64_t)blockIdx.x * kHidden + threadIdx.x * 8;
+  uint4 o = *(const uint4*)(out + at), r = *(const uint4*)(res + at), wv = *(const uint4*)(w + threadIdx.x * 8);
+  __nv_bfloat16* ob = (__nv_bfloat16*)&o;
+  const __nv_bfloat16* rb = (const __nv_bfloat16*)&r;
+  const __nv_bfloat16* wb = (const __nv_bfloat16*)&wv;
+  float z[8], ss = 0.0f;
+  for (int j = 0; j < 8; j++) {
+    ob[j] = __float2bfloat16(__bfloat162float(ob[j]) + __bfloat162float(rb[j]));
+    z[j] = __bfloat162float(ob[j]);
+    ss += z[j] * z[j];
+  }
+  *(uint4*)(res + at) = o;
+  for (int m = 16; m >= 1; m /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, m);
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = ss;
+  __syncthreads();
+  ss = 0.0f;
+  for (int k = 0; k < kThreads / 32; k++) ss += warps[k];
+  const float inv = rsqrtf(ss / kHidden + eps);
+  for (int j = 0; j < 8; j++) ob[j] = __float2bfloat16(z[j] * inv * __bfloat162float(wb[j]));
+  *(uint4*)(out + at) = o;
 }
 
 Ref ref(uint8_t space, uint64_t off, uint64_t half = 0) {
@@ -113,6 +152,78 @@ long long median(std::vector<long long> v) {
   return v.empty() ? -1 : v[v.size() / 2];
 }
 
+/* epilogueStep is an Epilogue step of residual add + RMSNorm on rows of
+ * kHidden bfloat16 from the output's start, in the device image's form
+ * (atom/cuda planBytes: src[0] holds its first row and its rows). */
+Step epilogueStep(uint32_t rows) {
+  Step e = copyStep(ref(kSpaceRecv, 0), ref(kSpaceRecv, 0), (uint64_t)rows * kHidden * 2);
+  const float eps = 1e-6f;
+  uint32_t bits;
+  memcpy(&bits, &eps, 4);
+  e.verb = kEpilogue, e.peer = kEpilogueResidualAdd | kEpilogueRMSNorm, e.slot = kHidden, e.check = bits;
+  e.src[0].off = 0, e.src[0].half = rows;
+  return e;
+}
+
+/* epilogueBench times the epilogue of 1-1024 rows: purlin_epilogue against
+ * rmsnormFloor, and in a one-row call's shape (see the top). L's buffers
+ * are replaced by the epilogue's for the while. */
+void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* fill, void* status) {
+  const uint64_t bytes = (uint64_t)kMaxRows * kHidden * 2;
+  void *in, *out, *res, *w;
+  MUST(cudaMalloc(&in, bytes));
+  MUST(cudaMalloc(&out, bytes));
+  MUST(cudaMalloc(&res, bytes));
+  MUST(cudaMalloc(&w, kHidden * 2));
+  std::vector<__nv_bfloat16> host(bytes / 2);
+  for (size_t i = 0; i < host.size(); i++) host[i] = __float2bfloat16((float)((i * 7919) % 17) / 16.0f - 0.5f);
+  for (void* p : {in, out, res}) MUST(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
+  MUST(cudaMemcpy(w, host.data(), kHidden * 2, cudaMemcpyHostToDevice));
+  L.dtype = kBfloat16;
+  L.send[0] = (uint64_t)in, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
+  // One worker: fill's uint16 of its channel's workers, then (4-aligned) its epilogue steps.
+  const uint16_t image[4] = {1, 0, 1, 0};
+  MUST(cudaMemcpy(fill, image, sizeof image, cudaMemcpyHostToDevice));
+  auto failed = [&](const char* what) {
+    if (*(volatile uint64_t*)status == 0) return false;
+    printf("FAIL %s: the kernel reported status %#llx\n", what, (unsigned long long)*(volatile uint64_t*)status);
+    return true;
+  };
+  for (uint32_t rows : {1u, 16u, 128u, kMaxRows}) {
+    const Step e = epilogueStep(rows);
+    const Worker after = {0, 0, 0, 0};  // no steps before its epilogue
+    MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
+    MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
+    const float plain = usPerLaunch(s, [&] {
+      rmsnormFloor<<<rows, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, 1e-6f);
+    });
+    // Rows a block: 16 as atom/cuda's epilogueSplit gives them; 4 and 1, more blocks.
+    for (uint32_t perBlock : {16u, 4u, 1u}) {
+      const dim3 grid(1, std::max(1u, std::min((rows + perBlock - 1) / perBlock, 264u)));
+      const float purlin = usPerLaunch(s, [&] { purlin_epilogue<<<grid, kThreads, 0, s>>>(L); });
+      if (failed("purlin_epilogue")) return;
+      printf("stepbench: epilogue %4u rows of %u bf16: purlin_epilogue %7.3f us a launch (%3u blocks), plain kernel %7.3f (%u)\n",
+             rows, kHidden, purlin, grid.y, plain, rows);
+      if (grid.y == rows || grid.y == 264) break;  // no more blocks to give it
+    }
+  }
+  const Step one[2] = {copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), kHidden * 2), epilogueStep(1)};
+  MUST(cudaMemcpy(steps, one, sizeof one, cudaMemcpyHostToDevice));
+  const Worker copyThen = {0, 0, 0, 1};  // the Copy; its epilogue follows outside the count
+  MUST(cudaMemcpy(workers, &copyThen, sizeof copyThen, cudaMemcpyHostToDevice));
+  const float fused = usPerLaunch(s, [&] { purlin_run_epilogue<<<1, kThreads, 0, s>>>(L); });
+  const float copy = usPerLaunch(s, [&] { purlin_run<<<1, kThreads, 0, s>>>(L); });
+  const float two = usPerLaunch(s, [&] {
+    purlin_run<<<1, kThreads, 0, s>>>(L);
+    purlin_epilogue<<<1, kThreads, 0, s>>>(L);
+  });
+  if (failed("fused")) return;
+  printf("stepbench: fused    a Copy of one row then its epilogue: purlin_run_epilogue %7.3f us a launch, "
+         "purlin_run + purlin_epilogue %7.3f, the Copy alone in purlin_run %7.3f\n",
+         fused, two, copy);
+  for (void* p : {in, out, res, w}) MUST(cudaFree(p));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,7 +241,7 @@ int main(int argc, char** argv) {
   MUST(cudaMemset(flags, 0, 1 << 16));
   MUST(cudaMalloc(&steps, 64 * sizeof(Step)));
   MUST(cudaMalloc(&workers, sizeof(Worker)));
-  MUST(cudaMalloc(&fill, 2));
+  MUST(cudaMalloc(&fill, 16));  // a worker's uint16, then its epilogue steps (epilogueBench)
   MUST(cudaMalloc(&epochs, (kNumEpochs + 1) * 8));
   MUST(cudaMemset(epochs, 0, (kNumEpochs + 1) * 8));
   MUST(cudaHostAlloc(&abortWord, 64, cudaHostAllocMapped));
@@ -208,6 +319,7 @@ int main(int argc, char** argv) {
              p.name, n, us, verbs[verb], median(fence), median(body), median(next));
     }
   }
+  if (!only || strcmp(only, "epilogue") == 0) epilogueBench(s, L, steps, workers, fill, status);
   for (int n : {1, kCopies}) {
     if (only) break;
     const float us = usPerLaunch(s, [&] { floorKernel<<<1, kThreads, 0, s>>>((const uint4*)send, (uint4*)recv, n); });
