@@ -180,19 +180,26 @@ func TestP2PRandomGroupings(t *testing.T) {
 				}
 				return rng.Uint64N([]uint64{1 << 10, 16 << 10, 64 << 10}[rng.IntN(3)])
 			}
-			coll := func() []*spec.Call {
-				s := randomShape(rng, collectives[rng.IntN(len(collectives))], n, rng.Uint64N(2000))
-				calls := make([]*spec.Call, n)
-				for r := range n {
-					calls[r] = s.call(r, n)
-				}
-				return calls
-			}
+			coll := randomCollective(rng, n, 2000)
 			for range 6 {
 				prog := spectest.RandomProgram(rng, n, 2+rng.IntN(3*n), 12, bytes, coll)
 				runProgram(t, comms, &prog, rng)
 			}
 		})
+	}
+}
+
+// randomCollective gives, at each call, every rank's call of one random
+// collective of fewer than most elements (a program's collective for
+// spectest.RandomProgram).
+func randomCollective(rng *rand.Rand, n int, most uint64) func() []*spec.Call {
+	return func() []*spec.Call {
+		s := randomShape(rng, collectives[rng.IntN(len(collectives))], n, rng.Uint64N(most))
+		calls := make([]*spec.Call, n)
+		for r := range n {
+			calls[r] = s.call(r, n)
+		}
+		return calls
 	}
 }
 
@@ -210,14 +217,7 @@ func TestCopyEngineThroughComm(t *testing.T) {
 			comms := startComms(t, n, cfg)
 			rng := rand.New(rand.NewPCG(uint64(n), 31))
 			bytes := func() uint64 { return rng.Uint64N([]uint64{1 << 10, 16 << 10, 64 << 10}[rng.IntN(3)]) }
-			coll := func() []*spec.Call {
-				s := randomShape(rng, collectives[rng.IntN(len(collectives))], n, rng.Uint64N(20000))
-				calls := make([]*spec.Call, n)
-				for r := range n {
-					calls[r] = s.call(r, n)
-				}
-				return calls
-			}
+			coll := randomCollective(rng, n, 20000)
 			for range 4 {
 				prog := spectest.RandomProgram(rng, n, 2+rng.IntN(3*n), 12, bytes, coll)
 				runProgram(t, comms, &prog, rng)
