@@ -17,7 +17,8 @@
  * barrier 33 times, by one thread and through Purlin's copyPlain with the
  * whole block. Then the epilogue of an AllReduce (residual add + RMSNorm,
  * bfloat16, rows of 4096; csrc/epilogue.cuh) on 1 to 1024 rows:
- *   epilogue  purlin_epilogue alone, on the grid atom/cuda gives it, against
+ *   epilogue  purlin_epilogue alone, on the grid atom/cuda gives it (16 rows
+ *            a block) and on more blocks (4 and 1 rows a block), against
  *            a plain kernel that does the same arithmetic a block a row in
  *            float32 (rsqrtf, fused multiply-adds: not Purlin's rounding)
  *   fused    one worker's Copy of a row and its Epilogue step in
@@ -77,6 +78,7 @@ __global__ void floorCopyPlain(const uint4* src, uint4* dst, int n) {
 }
 
 constexpr uint32_t kHidden = 4096, kMaxRows = 1024;
+constexpr float kEps = 1e-6f;
 
 /* rmsnormFloor: out = norm(out + res) * w, res = out + res, a block of 512
  * threads a row of 4096 bfloat16, one 16-byte vector a thread: the plain
@@ -157,9 +159,8 @@ long long median(std::vector<long long> v) {
  * (atom/cuda planBytes: src[0] holds its first row and its rows). */
 Step epilogueStep(uint32_t rows) {
   Step e = copyStep(ref(kSpaceRecv, 0), ref(kSpaceRecv, 0), (uint64_t)rows * kHidden * 2);
-  const float eps = 1e-6f;
   uint32_t bits;
-  memcpy(&bits, &eps, 4);
+  memcpy(&bits, &kEps, 4);
   e.verb = kEpilogue, e.peer = kEpilogueResidualAdd | kEpilogueRMSNorm, e.slot = kHidden, e.check = bits;
   e.src[0].off = 0, e.src[0].half = rows;
   return e;
@@ -195,9 +196,10 @@ void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* f
     MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
     MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
     const float plain = usPerLaunch(s, [&] {
-      rmsnormFloor<<<rows, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, 1e-6f);
+      rmsnormFloor<<<rows, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, kEps);
     });
-    // Rows a block: 16 as atom/cuda's epilogueSplit gives them; 4 and 1, more blocks.
+    // Rows a block: 16 as atom/cuda's epilogueSplit gives them; 4 and 1, more
+    // blocks, up to its epilogueBlocks (264).
     for (uint32_t perBlock : {16u, 4u, 1u}) {
       const dim3 grid(1, std::max(1u, std::min((rows + perBlock - 1) / perBlock, 264u)));
       const float purlin = usPerLaunch(s, [&] { purlin_epilogue<<<grid, kThreads, 0, s>>>(L); });
