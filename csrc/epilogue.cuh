@@ -20,10 +20,11 @@
  * other steps, and does not divide 64-bit integers (a call too): atom/cuda
  * gives each step its first row and its number of rows.
  *
- * A group of threads runs one row: a warp, so that 16 rows run at once
- * without a block barrier, or the whole block where a step has too few rows
- * to fill its warps; the group reduces its row's sum of squares and largest
- * magnitude with shuffles (and shared memory across warps). Each pass over a
+ * A group of threads runs one row: a power of two from a warp to the block,
+ * which atom/cuda chooses from the rows each block gets (epilogueGroup), so
+ * that the groups of a block run its rows at once; the group reduces its
+ * row's sum of squares and largest magnitude with shuffles (and, wider than
+ * a warp, shared memory and a named barrier of its own). Each pass over a
  * row moves 16-byte vectors where every buffer of the row is aligned for
  * them, element by element elsewhere; every pass gives a thread the same
  * elements, so what it reads back (the residual, the output) it wrote itself.
@@ -48,7 +49,8 @@ constexpr float kFP8Max = 448.0f;
  * eight iterations of them. Twice as many would not fit in registers. */
 constexpr int kEpilogueElements = 16;
 
-/** The partial results of the warps of a group that is the block. */
+/** The partial results of the warps of a group wider than a warp, each
+ * group at its own warps' places. */
 __shared__ float epilogueWarps[kThreads / 32];
 
 /** Pack is N consecutive elements of T, read or written as one access. */
@@ -126,21 +128,34 @@ __device__ __forceinline__ float sqrtRN(float x) {
   return y;
 }
 
-/** groupReduce combines v over a group of g threads, a warp or the block,
- * and gives each of them the result: each lane of a butterfly combines the
- * same two values, so all of them hold the same bits. A group that is the
- * block passes two block barriers. */
+/** groupSync is the barrier of the group of g threads that holds this
+ * thread: the block's for a group that is the block, else a named barrier
+ * of the group's own (1 + its index: barrier 0 is __syncthreads'). */
+__device__ __forceinline__ void groupSync(uint32_t g) {
+  if (g == kThreads) {
+    __syncthreads();
+    return;
+  }
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + threadIdx.x / g), "r"(g) : "memory");
+}
+
+/** groupReduce combines v over a group of g threads (a power of two, from a
+ * warp to the block) and gives each of them the result: each lane of a
+ * butterfly combines the same two values, so all of them hold the same
+ * bits. A group wider than a warp passes two of its barriers. */
 template <typename Op>
 __device__ __forceinline__ float groupReduce(float v, uint32_t g, const Op& op) {
 #pragma unroll
   for (int m = 16; m >= 1; m /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, m));
   if (g == 32) return v;
   if (threadIdx.x % 32 == 0) epilogueWarps[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = epilogueWarps[0];
+  groupSync(g);
+  const float* warps = epilogueWarps + (threadIdx.x & ~(g - 1)) / 32;
+  v = warps[0];
 #pragma unroll
-  for (int k = 1; k < kThreads / 32; k++) v = op(v, epilogueWarps[k]);
-  __syncthreads();  // epilogueWarps is free for the next reduction
+  for (int k = 1; k < kThreads / 32; k++)
+    if (k < g / 32) v = op(v, warps[k]);
+  groupSync(g);  // the group's epilogueWarps are free for its next reduction
   return v;
 }
 
@@ -184,9 +199,13 @@ struct Rows {
  * call. */
 __device__ __forceinline__ uint64_t epilogueFirstRow(const Step& s) { return s.src[0].off; }
 __device__ __forceinline__ uint64_t epilogueRowCount(const Step& s) { return s.src[0].half; }
+/** An Epilogue step's group: the threads that run one of its rows, a power
+ * of two from a warp to the block, which atom/cuda chooses from the rows
+ * each block gets and writes into the step's Src[0].Pitch (epilogueGroup). */
+__device__ __forceinline__ uint32_t epilogueGroup(const Step& s) { return s.src[0].pitch; }
 
 /** epilogueRows runs the epilogue of step s on rows r, a group of g threads
- * (a warp or the block) a row. */
+ * (epilogueGroup) a row. */
 template <int DT>
 __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint32_t g) {
   using Nm = Num<DT>;
@@ -310,36 +329,46 @@ __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint3
   }
 }
 
+/** EpilogueBuffers is a Launch's buffers from recv on, in its layout:
+ * what an Epilogue step addresses, which a block reads once into shared
+ * memory (run.cu runEpilogues) rather than field by field from the
+ * parameters. */
+struct EpilogueBuffers {
+  uint64_t recv[kMaxBuffers], residual[kMaxBuffers], weight[kMaxBuffers], quant[kMaxBuffers], scales[kMaxBuffers];
+};
+static_assert(offsetof(Launch, scales) - offsetof(Launch, recv) == offsetof(EpilogueBuffers, scales) &&
+                  sizeof(Launch) - offsetof(Launch, recv) == sizeof(EpilogueBuffers),
+              "EpilogueBuffers is Launch's tail");
+
 /** epilogueType runs step s of type DT on the rows of buffer index buf in
- * L: a warp a row, or the block a row where that takes fewer passes of
- * kEpilogueElements a thread (a few long rows). */
+ * B, a group of epilogueGroup(s) threads a row. */
 template <int DT>
-__device__ __forceinline__ void epilogueType(const Launch& L, const Step& s, uint32_t buf) {
+__device__ __forceinline__ void epilogueType(const EpilogueBuffers& B, const Step& s, uint32_t buf) {
   using T = typename Num<DT>::T;
-  constexpr uint64_t warps = kThreads / 32, perWarp = 32 * kEpilogueElements, perBlock = kThreads * kEpilogueElements;
-  const uint64_t off = s.dst.off, rows = epilogueRowCount(s), elements = s.slot;
-  const Rows r{L.recv[buf] + off, L.residual[buf] + off, L.weight[buf], L.quant[buf] + off / sizeof(T),
-               L.scales[buf] + (s.peer & kEpilogueRowScale ? 4 * epilogueFirstRow(s) : 0), rows};
-  const uint64_t byWarp = (rows + warps - 1) / warps * ((elements + perWarp - 1) / perWarp);
-  const uint64_t byBlock = rows * ((elements + perBlock - 1) / perBlock);
-  epilogueRows<DT>(s, r, byWarp <= byBlock ? 32 : kThreads);
+  const uint64_t off = s.dst.off;
+  const Rows r{B.recv[buf] + off, B.residual[buf] + off, B.weight[buf], B.quant[buf] + off / sizeof(T),
+               B.scales[buf] + (s.peer & kEpilogueRowScale ? 4 * epilogueFirstRow(s) : 0), epilogueRowCount(s)};
+  epilogueRows<DT>(s, r, epilogueGroup(s));
 }
 
 /** epilogue runs an Epilogue step (snac.Epilogue) of a Plan of type DT
  * with the whole block: Bytes of whole rows of the output of call Dst.Rank
  * at Dst.Off (the worker's steps that wrote them are behind a barrier),
- * with that call's epilogue buffers in L. It is the kernel's guard as well
- * (atom/cuda checks Plans and buffers): false, having touched nothing, for
- * a step that is no rows of an output or a buffer its kind uses that is
- * null. */
+ * with that call's epilogue buffers in B. s and B are in shared memory,
+ * where each field is a read of a few cycles. It is the kernel's guard as
+ * well (atom/cuda checks Plans and buffers): false, having touched nothing,
+ * for a step that is no rows of an output or a buffer its kind uses that
+ * is null. */
 template <int DT>
-__device__ __forceinline__ bool epilogue(const Launch& L, const Step& s) {
+__device__ __forceinline__ bool epilogue(const EpilogueBuffers& B, const Step& s) {
   const uint32_t buf = s.dst.rank, kind = s.peer;
-  if (s.dst.space != kSpaceRecv || s.dst.pitch != 0 || buf >= kMaxBuffers || s.slot == 0 || L.recv[buf] == 0 ||
-      (kind & kEpilogueResidualAdd && L.residual[buf] == 0) || (kind & kEpilogueRMSNorm && L.weight[buf] == 0) ||
-      (kind & kEpilogueQuantFP8 && (L.quant[buf] == 0 || L.scales[buf] == 0)))
+  const uint32_t g = epilogueGroup(s);
+  if (s.dst.space != kSpaceRecv || s.dst.pitch != 0 || buf >= kMaxBuffers || s.slot == 0 || B.recv[buf] == 0 ||
+      g < 32 || g > kThreads || (g & (g - 1)) != 0 ||
+      (kind & kEpilogueResidualAdd && B.residual[buf] == 0) || (kind & kEpilogueRMSNorm && B.weight[buf] == 0) ||
+      (kind & kEpilogueQuantFP8 && (B.quant[buf] == 0 || B.scales[buf] == 0)))
     return false;
-  epilogueType<DT>(L, s, buf);
+  epilogueType<DT>(B, s, buf);
   return true;
 }
 

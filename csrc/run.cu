@@ -36,9 +36,10 @@
  * after its other steps in the image, outside its count, and they run once
  * those are done. Later is as good as where snac put them, as no step
  * touches a row after its epilogue. purlin_run_epilogue, the same loop,
- * then runs them in each block; where a large epilogue wants more blocks
- * than the Plan's workers, purlin_epilogue runs them instead, launched
- * right after purlin_run on the same stream. purlin_run itself has no call
+ * then runs them in each block; where a worker has more rows than its
+ * block runs at once (atom/cuda epilogueSplitOf), purlin_epilogue runs
+ * them instead on more blocks, launched right after purlin_run on the same
+ * stream, reading its steps while purlin_run ends. purlin_run itself has no call
  * of the epilogue: an epilogue wants every register, and any call of it,
  * even after the step loop, makes the compiler spill the loop's state (12
  * bytes in purlin_run_epilogue on sm_80, none on sm_90).
@@ -331,28 +332,54 @@ __device__ __forceinline__ void loadBatch(Step* batch, const uint64_t* steps, ui
   for (uint32_t k = threadIdx.x; k < n * kWords; k += kThreads) ((uint64_t*)batch)[k] = __ldg(src + k);
 }
 
-/** runEpilogues runs the worker's n Epilogue steps, which follow its other
- * steps in the image (atom/cuda planBytes), in a Plan of type DT: a
- * function for each type, so that each has every register. A step the
- * kernel cannot run fails the block as a bad Ref does. */
+/** epilogueStage is where a block holds the Epilogue step it runs and the
+ * Launch's buffers, read into shared memory with one load a thread: a field
+ * read where it is used would be a round trip to memory each, one after
+ * another. */
+__shared__ Step epilogueHeld;
+__shared__ EpilogueBuffers epilogueBuffers;
+/** purlin_run_epilogue's count of its worker's Epilogue steps, kept here
+ * across the run loop rather than in a register. */
+__shared__ uint32_t epilogueCount;
+
+/** stageEpilogues reads the first of a worker's Epilogue steps, step
+ * `first` of its steps at steps, and the Launch's buffers into shared
+ * memory (visible to the block after its next barrier). Both kernels do so
+ * before they wait for the kernel before them: the Plan and the Launch are
+ * read-only. */
+__device__ __forceinline__ void stageEpilogues(const Launch& L, const uint64_t* steps, uint32_t first) {
+  constexpr uint32_t kWords = sizeof(EpilogueBuffers) / 8;
+  for (uint32_t k = threadIdx.x; k < kWords; k += kThreads) ((uint64_t*)&epilogueBuffers)[k] = ((const uint64_t*)L.recv)[k];
+  loadBatch(&epilogueHeld, steps, first, 1);
+}
+
+/** runEpilogues runs the worker's n Epilogue steps (n > 0), steps [first,
+ * first+n) at steps, after its other steps in the image (atom/cuda
+ * planBytes), in a Plan of type DT: a function for each type, so that each
+ * has every register. The first is staged (stageEpilogues) behind a
+ * barrier. A step the kernel cannot run fails the block as a bad Ref does. */
 template <int DT>
-__device__ __noinline__ void runEpilogues(const Launch& L, uint32_t n) {
-  const Worker w = ((const Worker*)L.workers)[blockIdx.x];
-  const Step* steps = (const Step*)L.steps + w.first;
-  for (uint32_t k = w.count; k < w.count + n; k++) {
-    if (!epilogue<DT>(L, steps[k])) {  // in every thread alike
+__device__ __noinline__ void runEpilogues(const Launch& L, const uint64_t* steps, uint32_t first, uint32_t n) {
+  for (uint32_t k = first; k < first + n; k++) {
+    if (k > first) {
+      __syncthreads();  // every thread is done with the step before
+      loadBatch(&epilogueHeld, steps, k, 1);
+      __syncthreads();
+    }
+    if (!epilogue<DT>(epilogueBuffers, epilogueHeld)) {  // in every thread alike
       if (threadIdx.x == 0) report(L.status, statusWord(kStatusBadRef, blockIdx.x, k, 0));
       return stop((volatile uint64_t*)L.epochs + kNumEpochs);
     }
   }
 }
 
-/** epilogueSteps runs the block's worker's n Epilogue steps, of the Plan's type. */
-__device__ __noinline__ void epilogueSteps(const Launch& L, uint32_t n) {
+/** epilogueSteps runs the block's worker's Epilogue steps, of the Plan's
+ * type (runEpilogues). */
+__device__ __noinline__ void epilogueSteps(const Launch& L, const uint64_t* steps, uint32_t first, uint32_t n) {
   switch (L.dtype) {  // a Plan with epilogues is of one of these types (atom/cuda checks)
-    case kFloat32: return runEpilogues<kFloat32>(L, n);
-    case kFloat16: return runEpilogues<kFloat16>(L, n);
-    case kBfloat16: return runEpilogues<kBfloat16>(L, n);
+    case kFloat32: return runEpilogues<kFloat32>(L, steps, first, n);
+    case kFloat16: return runEpilogues<kFloat16>(L, steps, first, n);
+    case kBfloat16: return runEpilogues<kBfloat16>(L, steps, first, n);
   }
 }
 
@@ -372,16 +399,21 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   // before its own wait below is only its Plan and its Launch, which nothing writes.
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
+  // purlin_run_epilogue: the worker's Epilogue steps, their number after
+  // fill, read at once, its first staged before the wait (stageEpilogues).
+  const uint32_t epilogues = kEpilogues ? ((const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull))[blockIdx.x] : 0;
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   if (w.engine != 0) return;  // a copy-engine worker of a Plan that mixes engines: its stream runs it (purlin_signals)
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
   uint32_t first = 0, held = min(w.count, kBatch);  // batch holds steps [first, first+held)
   loadBatch(batch, steps, 0, held);
+  if (kEpilogues && epilogues != 0) stageEpilogues(L, steps, w.count);
   fillBases(bases, L);
   const uint32_t used = w.index == 0 ? ((const uint16_t*)L.fill)[blockIdx.x] : kMaxWorkers;
   if (threadIdx.x == 0) {
     blockLookAt = 0, blockAbort = 0, blockStopped = 0;
     blockOp = OpArgs{L.op, L.nranks, L.scalarPtr, L.scalar};
+    if (kEpilogues) epilogueCount = epilogues;
   }
   __syncthreads();
   decodeBatch(dec, batch, held, bases);
@@ -456,13 +488,11 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   if (threadIdx.x == 0) epochs[slot] = advanced;
   if (threadIdx.x >= used && threadIdx.x < kMaxWorkers)
     epochs[(uint32_t)w.channel * kMaxWorkers + threadIdx.x] = advanced;
-  if constexpr (kEpilogues) {
-    const uint32_t n = ((const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull))[blockIdx.x];
-    // A barrier (the block's writes to its rows are visible to all its
-    // threads) that also makes the broken word's one reading the block's:
-    // the epilogue's block-wide sums need every thread or none.
-    if (__syncthreads_or(threadIdx.x == 0 && *broken != 0) || n == 0) return;
-    epilogueSteps(L, n);
+  // Every step of the block ran (a failed one returned above), so its rows
+  // are whole; after a barrier its writes to them are its threads' too.
+  if (kEpilogues && epilogueCount != 0) {
+    __syncthreads();
+    epilogueSteps(L, steps, w.count, epilogueCount);
   }
 }
 
@@ -493,13 +523,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const 
   const uint32_t n = counts[blockIdx.x];
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
+#endif
+  if (n == 0) return;
+  const Worker w = ((const Worker*)L.workers)[blockIdx.x];
+  const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
+  stageEpilogues(L, steps, w.count);
+#if __CUDA_ARCH__ >= 900
   // purlin_run before it has ended, and its writes are visible.
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-  // n is the block's; the broken word is read once for the block (the
-  // epilogue's block-wide sums need every thread or none).
-  if (n == 0 || __syncthreads_or(threadIdx.x == 0 && *((volatile uint64_t*)L.epochs + kNumEpochs) != 0)) return;
-  epilogueSteps(L, n);
+  // A barrier (the staged step is the block's) that also makes the broken
+  // word's one reading the block's: the epilogue's sums need every thread or none.
+  if (__syncthreads_or(threadIdx.x == 0 && *((volatile uint64_t*)L.epochs + kNumEpochs) != 0)) return;
+  epilogueSteps(L, steps, w.count, n);
 }
 
 /** purlin_signals runs one signal segment of a copy-engine worker

@@ -43,9 +43,17 @@ type devicePlan struct {
 	kernel   bool // purlin_run runs some of the Plan's workers (always, without engine)
 }
 
-// epilogueBlocks is about how many blocks a large epilogue runs on: two
-// waves of an H200's 132 SMs, a block (a warp a row) per 16 rows at least.
-const epilogueBlocks = 264
+// epilogueBlocks is the most blocks a separate epilogue runs on: two waves
+// of an H200's 132 SMs (a block of the epilogue kernel fills an SM).
+// epilogueFuseRows is the most rows a worker's block runs itself, after its
+// other steps, in one kernel, and the rows of a block of a separate one: a
+// kernel more in a graph costs about 2.3 us on an H200, and 16 rows on a
+// block (a warp a row) take about as long as on 4 blocks (a block a row)
+// once the GPU is full; tests/gpu/stepbench.cu times both.
+const (
+	epilogueBlocks   = 264
+	epilogueFuseRows = 16
+)
 
 // planBytes encodes plan's device image, checking what the kernel relies on.
 func planBytes(p *snac.Plan) ([]byte, error) {
@@ -79,7 +87,7 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d notifies rank %d of %d", i, s.Peer, p.NRanks)
 		}
 	}
-	steps, tails, err := epilogueTails(p)
+	steps, tails, err := epilogueTails(p, epilogueSplitOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +169,10 @@ func epilogueValid(p *snac.Plan, i int, s *snac.Step) error {
 // purlin_run never meets one (an epilogue wants every register, and a call
 // of it from purlin_run makes the compiler spill the run loop's state).
 // Each gets its first row and its number of rows in its Src[0] (Off and
-// Half), so that the kernel divides nothing (csrc/epilogue.cuh).
-func epilogueTails(p *snac.Plan) ([]snac.Step, []uint32, error) {
+// Half), so that the kernel divides nothing, and in Src[0].Pitch the group
+// that runs one of its rows, from split, purlin_epilogue's blocks a worker
+// (csrc/epilogue.cuh).
+func epilogueTails(p *snac.Plan, split uint32) ([]snac.Step, []uint32, error) {
 	has := false
 	for i := range p.Steps {
 		has = has || p.Steps[i].Verb == snac.Epilogue
@@ -182,6 +192,7 @@ func epilogueTails(p *snac.Plan) ([]snac.Step, []uint32, error) {
 			}
 			row := uint64(s.Slot) * uint64(p.Type.Size())
 			s.Src[0].Off, s.Src[0].Half = s.Dst.Off/row, s.Bytes/row
+			s.Src[0].Pitch = epilogueGroup(s.Bytes/row, split, (row+15)/16)
 			tail = append(tail, s)
 		}
 		if len(tail) == 0 {
@@ -233,20 +244,53 @@ func signalRuns(steps []snac.Step) []uint8 {
 	return runs
 }
 
-func (d *devicePlan) place(base uint64, p *snac.Plan) {
+// epilogueSplitOf is purlin_epilogue's blocks a worker for p
+// (devicePlan.epilogueSplit): a block per epilogueFuseRows rows of the
+// worker with the most, up to epilogueBlocks in all; 1 (the worker's own
+// block, in purlin_run_epilogue) up to epilogueFuseRows rows.
+func epilogueSplitOf(p *snac.Plan) uint32 {
 	var most uint64 // the rows of the worker with the most
 	for w := range p.Workers {
 		var rows uint64
 		for _, s := range p.WorkerSteps(w) {
 			if s.Verb == snac.Epilogue {
-				k, _, _ := s.EpilogueOf()
-				d.epilogue[s.Dst.Rank] |= k // planBytes checked the index
 				rows += s.Bytes / (uint64(s.Slot) * uint64(p.Type.Size()))
 			}
 		}
 		most = max(most, rows)
 	}
-	d.epilogueSplit = uint32(max(1, min((most+15)/16, uint64(epilogueBlocks/max(1, len(p.Workers))))))
+	return uint32(max(1, min((most+epilogueFuseRows-1)/epilogueFuseRows, uint64(epilogueBlocks/max(1, len(p.Workers))))))
+}
+
+// epilogueGroup is the threads that run one row of an Epilogue step of
+// rows rows of vectors 16-byte vectors each, spread over split blocks: a
+// power of two from a warp to the block (csrc/epilogue.cuh epilogueGroup).
+// It takes the group that gives a thread the fewest vectors to run, the
+// narrower of two alike (fewer threads wait at its barriers): for rows of
+// 4096 bfloat16 that is a block for one row a block, 128 threads for 4, a
+// warp for 16, the fastest width stepbench measures for each.
+func epilogueGroup(rows uint64, split uint32, vectors uint64) uint32 {
+	perBlock := (rows + uint64(split) - 1) / uint64(split)
+	best, least := uint32(threadsPerBlock), ^uint64(0)
+	for g := uint64(threadsPerBlock); g >= 32; g /= 2 {
+		n := (perBlock + threadsPerBlock/g - 1) / (threadsPerBlock / g) * ((vectors + g - 1) / g)
+		if n <= least {
+			best, least = uint32(g), n
+		}
+	}
+	return best
+}
+
+func (d *devicePlan) place(base uint64, p *snac.Plan) {
+	for w := range p.Workers {
+		for _, s := range p.WorkerSteps(w) {
+			if s.Verb == snac.Epilogue {
+				k, _, _ := s.EpilogueOf()
+				d.epilogue[s.Dst.Rank] |= k // planBytes checked the index
+			}
+		}
+	}
+	d.epilogueSplit = epilogueSplitOf(p)
 	d.steps = base
 	d.workers = base + uint64(len(p.Steps))*uint64(unsafe.Sizeof(snac.Step{}))
 	d.fill = d.workers + uint64(len(p.Workers))*uint64(unsafe.Sizeof(snac.Worker{}))

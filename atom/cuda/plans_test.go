@@ -116,8 +116,8 @@ func TestSignalRuns(t *testing.T) {
 // the CUDA Atom's topology, on every rank of 1, 2 and 4. In the image each
 // worker's Epilogue steps follow its other steps, in order and outside its
 // Count, their number after fill (4-byte aligned), each with its first row
-// and its number of rows; the other steps keep their order; and place
-// notes which buffers they use.
+// and its number of rows and group; the other steps keep their order; and
+// place notes which buffers they use.
 func TestPlanBytesEpilogue(t *testing.T) {
 	const stepSize, workerSize = int(unsafe.Sizeof(snac.Step{})), int(unsafe.Sizeof(snac.Worker{}))
 	le := binary.LittleEndian
@@ -144,6 +144,7 @@ func TestPlanBytesEpilogue(t *testing.T) {
 					for _, s := range p.WorkerSteps(w) {
 						if s.Verb == snac.Epilogue {
 							s.Src[0].Off, s.Src[0].Half = s.Dst.Off/(2*hidden), s.Bytes/(2*hidden)
+							s.Src[0].Pitch = epilogueGroup(s.Src[0].Half, epilogueSplitOf(p), (2*hidden+15)/16)
 							tail = append(tail, s)
 							covered += s.Src[0].Half
 						} else {
@@ -170,6 +171,28 @@ func TestPlanBytesEpilogue(t *testing.T) {
 				require.ErrorContains(t, epilogueBuffers(&d, nil, r), "output")
 			}
 		}
+	}
+}
+
+// TestEpilogueGroup: the group that runs a row gives a thread the fewest
+// vectors, the narrower of two alike.
+func TestEpilogueGroup(t *testing.T) {
+	for _, tc := range []struct {
+		rows    uint64
+		split   uint32
+		vectors uint64
+		want    uint32
+	}{
+		{1, 1, 512, 512},    // one long row: the block
+		{1, 1, 125, 128},    // one short row: a group as wide as it
+		{1, 1, 1, 32},       // one tiny row: a warp
+		{8, 1, 512, 64},     // 8 rows: 8 groups of a vector a thread each
+		{16, 1, 512, 32},    // 16 rows: a warp a row
+		{16, 16, 512, 512},  // a row a block
+		{16, 4, 512, 128},   // 4 rows a block
+		{1000, 1, 2048, 64}, // 63 passes of 64 vectors against 125 of 32
+	} {
+		require.Equal(t, tc.want, epilogueGroup(tc.rows, tc.split, tc.vectors), "%+v", tc)
 	}
 }
 

@@ -17,20 +17,26 @@
  * barrier 33 times, by one thread and through Purlin's copyPlain with the
  * whole block. Then the epilogue of an AllReduce (residual add + RMSNorm,
  * bfloat16, rows of 4096; csrc/epilogue.cuh) on 1 to 1024 rows:
- *   epilogue  purlin_epilogue alone, on the grid atom/cuda gives it (16 rows
- *            a block) and on more blocks (4 and 1 rows a block), against
+ *   epilogue  purlin_epilogue alone, on 16, 4 and 1 rows a block, with each
+ *            group width (threads a row) from a warp to the block, against
  *            a plain kernel that does the same arithmetic a block a row in
  *            float32 (rsqrtf, fused multiply-adds: not Purlin's rounding)
- *   fused    one worker's Copy of a row and its Epilogue step in
+ *   fused    for each group width, one worker's Copy of a row and its Epilogue step in
  *            purlin_run_epilogue, against purlin_run then purlin_epilogue
  *            and the Copy alone in purlin_run: the shape of a one-row fused
  *            call
- * No peer and no other GPU.
+ * and, before them, the epilogue's fixed cost (overhead): an empty kernel,
+ * with a small and with Launch's parameters, against purlin_epilogue with
+ * no step, with one row of 8 and 512 elements and with one of 4096.
+ * No peer and no other GPU; launches are plain, not programmatic dependent
+ * ones as atom/cuda's, so what a kernel reads before its wait shows here.
  *
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench [PLAN]
  *
- * PLAN (one copy, copies, packets, signals or epilogue) runs that Plan alone and no
- * floor: one shape for a profiler to sample.
+ * PLAN (one copy, copies, packets, signals, overhead or epilogue) runs that Plan alone and no
+ * floor: one shape for a profiler to sample; `profile ROWS BLOCKS GROUP`
+ * launches purlin_epilogue three times on that many rows, blocks and threads
+ * a row, and nothing else.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -155,14 +161,15 @@ long long median(std::vector<long long> v) {
 }
 
 /* epilogueStep is an Epilogue step of residual add + RMSNorm on rows of
- * kHidden bfloat16 from the output's start, in the device image's form
- * (atom/cuda planBytes: src[0] holds its first row and its rows). */
-Step epilogueStep(uint32_t rows) {
-  Step e = copyStep(ref(kSpaceRecv, 0), ref(kSpaceRecv, 0), (uint64_t)rows * kHidden * 2);
+ * kHidden bfloat16 from the output's start, a group of g threads a row, in
+ * the device image's form (atom/cuda planBytes: src[0] holds its first
+ * row, its rows and its group). */
+Step epilogueStep(uint32_t rows, uint32_t g, uint32_t hidden = kHidden) {
+  Step e = copyStep(ref(kSpaceRecv, 0), ref(kSpaceRecv, 0), (uint64_t)rows * hidden * 2);
   uint32_t bits;
   memcpy(&bits, &kEps, 4);
-  e.verb = kEpilogue, e.peer = kEpilogueResidualAdd | kEpilogueRMSNorm, e.slot = kHidden, e.check = bits;
-  e.src[0].off = 0, e.src[0].half = rows;
+  e.verb = kEpilogue, e.peer = kEpilogueResidualAdd | kEpilogueRMSNorm, e.slot = hidden, e.check = bits;
+  e.src[0].off = 0, e.src[0].half = rows, e.src[0].pitch = g;
   return e;
 }
 
@@ -190,40 +197,112 @@ void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* f
     printf("FAIL %s: the kernel reported status %#llx\n", what, (unsigned long long)*(volatile uint64_t*)status);
     return true;
   };
-  for (uint32_t rows : {1u, 16u, 128u, kMaxRows}) {
-    const Step e = epilogueStep(rows);
+  // Each row count on 1, 4 and 16 rows a block (atom/cuda spreads a worker's
+  // rows over its blocks), each group width from a warp to the block.
+  for (uint32_t rows : {1u, 2u, 4u, 8u, 16u, 128u, kMaxRows}) {
     const Worker after = {0, 0, 0, 0};  // no steps before its epilogue
-    MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
     MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
     const float plain = usPerLaunch(s, [&] {
       rmsnormFloor<<<rows, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, kEps);
     });
-    // Rows a block: 16 as atom/cuda's epilogueSplit gives them; 4 and 1, more
-    // blocks, up to its epilogueBlocks (264).
+    uint32_t last = 0;
     for (uint32_t perBlock : {16u, 4u, 1u}) {
-      const dim3 grid(1, std::max(1u, std::min((rows + perBlock - 1) / perBlock, 264u)));
-      const float purlin = usPerLaunch(s, [&] { purlin_epilogue<<<grid, kThreads, 0, s>>>(L); });
-      if (failed("purlin_epilogue")) return;
-      printf("stepbench: epilogue %4u rows of %u bf16: purlin_epilogue %7.3f us a launch (%3u blocks), plain kernel %7.3f (%u)\n",
-             rows, kHidden, purlin, grid.y, plain, rows);
-      if (grid.y == rows || grid.y == 264) break;  // no more blocks to give it
+      const dim3 grid(1, std::max(1u, std::min((rows + perBlock - 1) / perBlock, 1024u)));
+      if (grid.y == last) continue;
+      last = grid.y;
+      printf("stepbench: epilogue %4u rows of %u bf16 on %3u blocks: plain kernel %6.2f us (%u blocks); purlin_epilogue",
+             rows, kHidden, grid.y, plain, rows);
+      for (uint32_t g = 32; g <= kThreads; g *= 2) {
+        const Step e = epilogueStep(rows, g);
+        MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
+        const float purlin = usPerLaunch(s, [&] { purlin_epilogue<<<grid, kThreads, 0, s>>>(L); });
+        if (failed("purlin_epilogue")) return;
+        printf(" %6.2f (%u)", purlin, g);
+      }
+      printf(" a group of threads\n");
     }
   }
-  const Step one[2] = {copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), kHidden * 2), epilogueStep(1)};
-  MUST(cudaMemcpy(steps, one, sizeof one, cudaMemcpyHostToDevice));
-  const Worker copyThen = {0, 0, 0, 1};  // the Copy; its epilogue follows outside the count
-  MUST(cudaMemcpy(workers, &copyThen, sizeof copyThen, cudaMemcpyHostToDevice));
-  const float fused = usPerLaunch(s, [&] { purlin_run_epilogue<<<1, kThreads, 0, s>>>(L); });
-  const float copy = usPerLaunch(s, [&] { purlin_run<<<1, kThreads, 0, s>>>(L); });
-  const float two = usPerLaunch(s, [&] {
-    purlin_run<<<1, kThreads, 0, s>>>(L);
-    purlin_epilogue<<<1, kThreads, 0, s>>>(L);
-  });
-  if (failed("fused")) return;
-  printf("stepbench: fused    a Copy of one row then its epilogue: purlin_run_epilogue %7.3f us a launch, "
-         "purlin_run + purlin_epilogue %7.3f, the Copy alone in purlin_run %7.3f\n",
-         fused, two, copy);
+  for (uint32_t g = 32; g <= kThreads; g *= 2) {
+    const Step one[2] = {copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), kHidden * 2), epilogueStep(1, g)};
+    MUST(cudaMemcpy(steps, one, sizeof one, cudaMemcpyHostToDevice));
+    const Worker copyThen = {0, 0, 0, 1};  // the Copy; its epilogue follows outside the count
+    MUST(cudaMemcpy(workers, &copyThen, sizeof copyThen, cudaMemcpyHostToDevice));
+    const float fused = usPerLaunch(s, [&] { purlin_run_epilogue<<<1, kThreads, 0, s>>>(L); });
+    const float copy = usPerLaunch(s, [&] { purlin_run<<<1, kThreads, 0, s>>>(L); });
+    const float two = usPerLaunch(s, [&] {
+      purlin_run<<<1, kThreads, 0, s>>>(L);
+      purlin_epilogue<<<1, kThreads, 0, s>>>(L);
+    });
+    if (failed("fused")) return;
+    printf("stepbench: fused    a Copy of one row then its epilogue, a group of %3u: purlin_run_epilogue %6.2f us a "
+           "launch, purlin_run + purlin_epilogue %6.2f, the Copy alone in purlin_run %6.2f\n",
+           g, fused, two, copy);
+  }
   for (void* p : {in, out, res, w}) MUST(cudaFree(p));
+}
+
+__global__ void emptyKernel(int* p) {
+  if (threadIdx.x == 0 && p == nullptr) *p = 1;
+}
+__global__ void emptyLaunch(const __grid_constant__ Launch L) {
+  if (threadIdx.x == 0 && L.rank == 12345) *(int*)L.status = 1;
+}
+
+/* overheadBench: what one block of purlin_epilogue costs besides its row's
+ * data: an empty kernel with a small and with Launch's parameters, the
+ * kernel with no step, with one row of 8 elements, with one of kHidden, and
+ * the plain kernel on that row. */
+void overheadBench(cudaStream_t s, Launch L, void* steps, void* workers, void* fill, void* status) {
+  const uint64_t bytes = (uint64_t)kHidden * 2;
+  void *out, *res, *w;
+  MUST(cudaMalloc(&out, bytes));
+  MUST(cudaMalloc(&res, bytes));
+  MUST(cudaMalloc(&w, bytes));
+  for (void* p : {out, res, w}) MUST(cudaMemset(p, 0x3c, bytes));
+  L.dtype = kBfloat16, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
+  const Worker after = {0, 0, 0, 0};
+  MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
+  printf("stepbench: overhead empty kernel %6.2f us, with Launch's parameters %6.2f us, plain kernel on a row of %u %6.2f us\n",
+         usPerLaunch(s, [&] { emptyKernel<<<1, kThreads, 0, s>>>((int*)status); }),
+         usPerLaunch(s, [&] { emptyLaunch<<<1, kThreads, 0, s>>>(L); }), kHidden,
+         usPerLaunch(s, [&] { rmsnormFloor<<<1, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, kEps); }));
+  const uint16_t none[4] = {1, 0, 0, 0}, one[4] = {1, 0, 1, 0};
+  MUST(cudaMemcpy(fill, none, sizeof none, cudaMemcpyHostToDevice));
+  printf("stepbench: overhead purlin_epilogue with no step %6.2f us", usPerLaunch(s, [&] { purlin_epilogue<<<1, kThreads, 0, s>>>(L); }));
+  MUST(cudaMemcpy(fill, one, sizeof one, cudaMemcpyHostToDevice));
+  for (uint32_t hidden : {8u, 512u, kHidden}) {
+    for (uint32_t g : {32u, 512u}) {
+      const Step e = epilogueStep(1, g, hidden);
+      MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
+      printf(", a row of %u (group %u) %6.2f us", hidden, g, usPerLaunch(s, [&] { purlin_epilogue<<<1, kThreads, 0, s>>>(L); }));
+    }
+  }
+  printf("\n");
+  if (*(volatile uint64_t*)status != 0) printf("FAIL overhead: status %#llx\n", (unsigned long long)*(volatile uint64_t*)status);
+  for (void* p : {out, res, w}) MUST(cudaFree(p));
+}
+
+/* epilogueProfile launches purlin_epilogue three times, eagerly, on rows
+ * of the output on the given blocks and group: one shape for a profiler. */
+void epilogueProfile(cudaStream_t s, Launch L, void* steps, void* workers, void* fill, uint32_t rows, uint32_t blocks,
+                     uint32_t g) {
+  const uint64_t bytes = (uint64_t)rows * kHidden * 2;
+  void *out, *res, *w;
+  MUST(cudaMalloc(&out, bytes));
+  MUST(cudaMalloc(&res, bytes));
+  MUST(cudaMalloc(&w, kHidden * 2));
+  for (void* p : {out, res}) MUST(cudaMemset(p, 0x3c, bytes));
+  MUST(cudaMemset(w, 0x3c, kHidden * 2));
+  L.dtype = kBfloat16, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
+  const uint16_t image[4] = {1, 0, 1, 0};
+  MUST(cudaMemcpy(fill, image, sizeof image, cudaMemcpyHostToDevice));
+  const Worker after = {0, 0, 0, 0};
+  MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
+  const Step e = epilogueStep(rows, g);
+  MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
+  for (int k = 0; k < 3; k++) purlin_epilogue<<<dim3(1, blocks), kThreads, 0, s>>>(L);
+  MUST(cudaStreamSynchronize(s));
+  for (void* p : {out, res, w}) MUST(cudaFree(p));
 }
 
 }  // namespace
@@ -321,7 +400,12 @@ int main(int argc, char** argv) {
              p.name, n, us, verbs[verb], median(fence), median(body), median(next));
     }
   }
+  if (!only || strcmp(only, "overhead") == 0) overheadBench(s, L, steps, workers, fill, status);
   if (!only || strcmp(only, "epilogue") == 0) epilogueBench(s, L, steps, workers, fill, status);
+  if (only && strcmp(only, "profile") == 0 && argc == 5) {  // profile ROWS BLOCKS GROUP: 3 plain launches
+    const uint32_t rows = atoi(argv[2]), blocks = atoi(argv[3]), g = atoi(argv[4]);
+    epilogueProfile(s, L, steps, workers, fill, rows, blocks, g);
+  }
   for (int n : {1, kCopies}) {
     if (only) break;
     const float us = usPerLaunch(s, [&] { floorKernel<<<1, kThreads, 0, s>>>((const uint4*)send, (uint4*)recv, n); });
