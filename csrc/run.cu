@@ -41,8 +41,8 @@
  * them instead on more blocks, launched right after purlin_run on the same
  * stream, reading its steps while purlin_run ends. purlin_run itself has no call
  * of the epilogue: an epilogue wants every register, and any call of it,
- * even after the step loop, makes the compiler spill the loop's state (12
- * bytes in purlin_run_epilogue on sm_80, none on sm_90).
+ * even after the step loop, makes the compiler spill the loop's state (as
+ * purlin_run_epilogue does, a few bytes on sm_80 and sm_90).
  */
 #include "purlin.cuh"
 
@@ -332,15 +332,22 @@ __device__ __forceinline__ void loadBatch(Step* batch, const uint64_t* steps, ui
   for (uint32_t k = threadIdx.x; k < n * kWords; k += kThreads) ((uint64_t*)batch)[k] = __ldg(src + k);
 }
 
-/** epilogueStage is where a block holds the Epilogue step it runs and the
- * Launch's buffers, read into shared memory with one load a thread: a field
- * read where it is used would be a round trip to memory each, one after
- * another. */
+/** epilogueHeld and epilogueBuffers are where a block holds the Epilogue
+ * step it runs and the Launch's buffers, read into shared memory with one
+ * load a thread: a field read where it is used would be a round trip to
+ * memory each, one after another. */
 __shared__ Step epilogueHeld;
 __shared__ EpilogueBuffers epilogueBuffers;
 /** purlin_run_epilogue's count of its worker's Epilogue steps, kept here
  * across the run loop rather than in a register. */
 __shared__ uint32_t epilogueCount;
+
+/** epilogueCountOf is the number of the block's worker's Epilogue steps,
+ * a uint32 per worker after fill in the image (4-byte aligned; atom/cuda
+ * planBytes). */
+__device__ __forceinline__ uint32_t epilogueCountOf(const Launch& L) {
+  return ((const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull))[blockIdx.x];
+}
 
 /** stageEpilogues reads the first of a worker's Epilogue steps, step
  * `first` of its steps at steps, and the Launch's buffers into shared
@@ -401,7 +408,7 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
 #endif
   // purlin_run_epilogue: the worker's Epilogue steps, their number after
   // fill, read at once, its first staged before the wait (stageEpilogues).
-  const uint32_t epilogues = kEpilogues ? ((const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull))[blockIdx.x] : 0;
+  const uint32_t epilogues = kEpilogues ? epilogueCountOf(L) : 0;
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   if (w.engine != 0) return;  // a copy-engine worker of a Plan that mixes engines: its stream runs it (purlin_signals)
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
@@ -508,19 +515,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run(const __gri
  * more blocks than its workers (atom/cuda's epilogueSplit of 1): one kernel
  * instead of purlin_run and purlin_epilogue, a kernel node fewer. Its
  * registers are purlin_run's and the epilogue's; where they do not fit, it
- * may spill (a few bytes on sm_80), which purlin_run itself never does. */
+ * may spill (a few bytes on sm_80 and sm_90), which purlin_run itself never does. */
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run_epilogue(const __grid_constant__ Launch L) {
   runPlan<true>(L);
 }
 
 /** purlin_epilogue runs the Epilogue steps of the Plan that purlin_run ran
  * just before it on the stream, with the same Launch: block b those of
- * worker b, whose number follows fill in the image (a uint32 per worker,
- * 4-byte aligned). It does nothing on a broken rank: the call failed, and
+ * worker b (epilogueCountOf). It does nothing on a broken rank: the call failed, and
  * the residual it would update is the caller's. */
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const __grid_constant__ Launch L) {
-  const uint32_t* counts = (const uint32_t*)((L.fill + 2 * gridDim.x + 3) & ~3ull);
-  const uint32_t n = counts[blockIdx.x];
+  const uint32_t n = epilogueCountOf(L);
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
 #endif

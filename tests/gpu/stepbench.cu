@@ -173,25 +173,47 @@ Step epilogueStep(uint32_t rows, uint32_t g, uint32_t hidden = kHidden) {
   return e;
 }
 
+/* EpilogueMem is device memory for an epilogue of `rows` rows of kHidden
+ * bfloat16: the input its Copy reads, the output, the residual and the
+ * weight, each filled with small values; use names them as buffer 0 of L. */
+struct EpilogueMem {
+  void *in, *out, *res, *w;
+  explicit EpilogueMem(uint32_t rows) {
+    const uint64_t bytes = (uint64_t)rows * kHidden * 2;
+    std::vector<__nv_bfloat16> host(bytes / 2);
+    for (size_t i = 0; i < host.size(); i++) host[i] = __float2bfloat16((float)((i * 7919) % 17) / 16.0f - 0.5f);
+    for (void** p : {&in, &out, &res}) {
+      MUST(cudaMalloc(p, bytes));
+      MUST(cudaMemcpy(*p, host.data(), bytes, cudaMemcpyHostToDevice));
+    }
+    MUST(cudaMalloc(&w, kHidden * 2));
+    MUST(cudaMemcpy(w, host.data(), kHidden * 2, cudaMemcpyHostToDevice));
+  }
+  ~EpilogueMem() {
+    for (void* p : {in, out, res, w}) cudaFree(p);
+  }
+  void use(Launch& L) const {
+    L.dtype = kBfloat16;
+    L.send[0] = (uint64_t)in, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
+  }
+};
+
+/* oneWorker writes the image of one worker of `count` steps followed by
+ * `epilogues` Epilogue steps: its Worker, then fill's uint16 of its
+ * channel's workers and (4-aligned) its epilogue count. */
+void oneWorker(void* workers, void* fill, uint32_t count, uint16_t epilogues) {
+  const Worker w = {0, 0, 0, count};
+  const uint16_t image[4] = {1, 0, epilogues, 0};
+  MUST(cudaMemcpy(workers, &w, sizeof w, cudaMemcpyHostToDevice));
+  MUST(cudaMemcpy(fill, image, sizeof image, cudaMemcpyHostToDevice));
+}
+
 /* epilogueBench times the epilogue of 1-1024 rows: purlin_epilogue against
  * rmsnormFloor, and in a one-row call's shape (see the top). L's buffers
  * are replaced by the epilogue's for the while. */
 void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* fill, void* status) {
-  const uint64_t bytes = (uint64_t)kMaxRows * kHidden * 2;
-  void *in, *out, *res, *w;
-  MUST(cudaMalloc(&in, bytes));
-  MUST(cudaMalloc(&out, bytes));
-  MUST(cudaMalloc(&res, bytes));
-  MUST(cudaMalloc(&w, kHidden * 2));
-  std::vector<__nv_bfloat16> host(bytes / 2);
-  for (size_t i = 0; i < host.size(); i++) host[i] = __float2bfloat16((float)((i * 7919) % 17) / 16.0f - 0.5f);
-  for (void* p : {in, out, res}) MUST(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
-  MUST(cudaMemcpy(w, host.data(), kHidden * 2, cudaMemcpyHostToDevice));
-  L.dtype = kBfloat16;
-  L.send[0] = (uint64_t)in, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
-  // One worker: fill's uint16 of its channel's workers, then (4-aligned) its epilogue steps.
-  const uint16_t image[4] = {1, 0, 1, 0};
-  MUST(cudaMemcpy(fill, image, sizeof image, cudaMemcpyHostToDevice));
+  const EpilogueMem m(kMaxRows);
+  m.use(L);
   auto failed = [&](const char* what) {
     if (*(volatile uint64_t*)status == 0) return false;
     printf("FAIL %s: the kernel reported status %#llx\n", what, (unsigned long long)*(volatile uint64_t*)status);
@@ -200,10 +222,9 @@ void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* f
   // Each row count on 1, 4 and 16 rows a block (atom/cuda spreads a worker's
   // rows over its blocks), each group width from a warp to the block.
   for (uint32_t rows : {1u, 2u, 4u, 8u, 16u, 128u, kMaxRows}) {
-    const Worker after = {0, 0, 0, 0};  // no steps before its epilogue
-    MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
+    oneWorker(workers, fill, 0, 1);  // no steps before its epilogue
     const float plain = usPerLaunch(s, [&] {
-      rmsnormFloor<<<rows, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, kEps);
+      rmsnormFloor<<<rows, kThreads, 0, s>>>((__nv_bfloat16*)m.out, (__nv_bfloat16*)m.res, (const __nv_bfloat16*)m.w, kEps);
     });
     uint32_t last = 0;
     for (uint32_t perBlock : {16u, 4u, 1u}) {
@@ -225,8 +246,7 @@ void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* f
   for (uint32_t g = 32; g <= kThreads; g *= 2) {
     const Step one[2] = {copyStep(ref(kSpaceRecv, 0), ref(kSpaceSend, 0), kHidden * 2), epilogueStep(1, g)};
     MUST(cudaMemcpy(steps, one, sizeof one, cudaMemcpyHostToDevice));
-    const Worker copyThen = {0, 0, 0, 1};  // the Copy; its epilogue follows outside the count
-    MUST(cudaMemcpy(workers, &copyThen, sizeof copyThen, cudaMemcpyHostToDevice));
+    oneWorker(workers, fill, 1, 1);  // the Copy; its epilogue follows outside the count
     const float fused = usPerLaunch(s, [&] { purlin_run_epilogue<<<1, kThreads, 0, s>>>(L); });
     const float copy = usPerLaunch(s, [&] { purlin_run<<<1, kThreads, 0, s>>>(L); });
     const float two = usPerLaunch(s, [&] {
@@ -238,7 +258,6 @@ void epilogueBench(cudaStream_t s, Launch L, void* steps, void* workers, void* f
            "launch, purlin_run + purlin_epilogue %6.2f, the Copy alone in purlin_run %6.2f\n",
            g, fused, two, copy);
   }
-  for (void* p : {in, out, res, w}) MUST(cudaFree(p));
 }
 
 __global__ void emptyKernel(int* p) {
@@ -253,23 +272,15 @@ __global__ void emptyLaunch(const __grid_constant__ Launch L) {
  * kernel with no step, with one row of 8 elements, with one of kHidden, and
  * the plain kernel on that row. */
 void overheadBench(cudaStream_t s, Launch L, void* steps, void* workers, void* fill, void* status) {
-  const uint64_t bytes = (uint64_t)kHidden * 2;
-  void *out, *res, *w;
-  MUST(cudaMalloc(&out, bytes));
-  MUST(cudaMalloc(&res, bytes));
-  MUST(cudaMalloc(&w, bytes));
-  for (void* p : {out, res, w}) MUST(cudaMemset(p, 0x3c, bytes));
-  L.dtype = kBfloat16, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
-  const Worker after = {0, 0, 0, 0};
-  MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
+  const EpilogueMem m(1);
+  m.use(L);
   printf("stepbench: overhead empty kernel %6.2f us, with Launch's parameters %6.2f us, plain kernel on a row of %u %6.2f us\n",
          usPerLaunch(s, [&] { emptyKernel<<<1, kThreads, 0, s>>>((int*)status); }),
          usPerLaunch(s, [&] { emptyLaunch<<<1, kThreads, 0, s>>>(L); }), kHidden,
-         usPerLaunch(s, [&] { rmsnormFloor<<<1, kThreads, 0, s>>>((__nv_bfloat16*)out, (__nv_bfloat16*)res, (const __nv_bfloat16*)w, kEps); }));
-  const uint16_t none[4] = {1, 0, 0, 0}, one[4] = {1, 0, 1, 0};
-  MUST(cudaMemcpy(fill, none, sizeof none, cudaMemcpyHostToDevice));
+         usPerLaunch(s, [&] { rmsnormFloor<<<1, kThreads, 0, s>>>((__nv_bfloat16*)m.out, (__nv_bfloat16*)m.res, (const __nv_bfloat16*)m.w, kEps); }));
+  oneWorker(workers, fill, 0, 0);
   printf("stepbench: overhead purlin_epilogue with no step %6.2f us", usPerLaunch(s, [&] { purlin_epilogue<<<1, kThreads, 0, s>>>(L); }));
-  MUST(cudaMemcpy(fill, one, sizeof one, cudaMemcpyHostToDevice));
+  oneWorker(workers, fill, 0, 1);
   for (uint32_t hidden : {8u, 512u, kHidden}) {
     for (uint32_t g : {32u, 512u}) {
       const Step e = epilogueStep(1, g, hidden);
@@ -279,30 +290,19 @@ void overheadBench(cudaStream_t s, Launch L, void* steps, void* workers, void* f
   }
   printf("\n");
   if (*(volatile uint64_t*)status != 0) printf("FAIL overhead: status %#llx\n", (unsigned long long)*(volatile uint64_t*)status);
-  for (void* p : {out, res, w}) MUST(cudaFree(p));
 }
 
 /* epilogueProfile launches purlin_epilogue three times, eagerly, on rows
  * of the output on the given blocks and group: one shape for a profiler. */
 void epilogueProfile(cudaStream_t s, Launch L, void* steps, void* workers, void* fill, uint32_t rows, uint32_t blocks,
                      uint32_t g) {
-  const uint64_t bytes = (uint64_t)rows * kHidden * 2;
-  void *out, *res, *w;
-  MUST(cudaMalloc(&out, bytes));
-  MUST(cudaMalloc(&res, bytes));
-  MUST(cudaMalloc(&w, kHidden * 2));
-  for (void* p : {out, res}) MUST(cudaMemset(p, 0x3c, bytes));
-  MUST(cudaMemset(w, 0x3c, kHidden * 2));
-  L.dtype = kBfloat16, L.recv[0] = (uint64_t)out, L.residual[0] = (uint64_t)res, L.weight[0] = (uint64_t)w;
-  const uint16_t image[4] = {1, 0, 1, 0};
-  MUST(cudaMemcpy(fill, image, sizeof image, cudaMemcpyHostToDevice));
-  const Worker after = {0, 0, 0, 0};
-  MUST(cudaMemcpy(workers, &after, sizeof after, cudaMemcpyHostToDevice));
+  const EpilogueMem m(rows);
+  m.use(L);
+  oneWorker(workers, fill, 0, 1);
   const Step e = epilogueStep(rows, g);
   MUST(cudaMemcpy(steps, &e, sizeof e, cudaMemcpyHostToDevice));
   for (int k = 0; k < 3; k++) purlin_epilogue<<<dim3(1, blocks), kThreads, 0, s>>>(L);
   MUST(cudaStreamSynchronize(s));
-  for (void* p : {out, res, w}) MUST(cudaFree(p));
 }
 
 }  // namespace
