@@ -74,7 +74,7 @@ func addr(b []byte) uintptr {
 // in place and apart, against the flat reference.
 func TestCommAcrossNodes(t *testing.T) {
 	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
-		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV}
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV}
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Int8}
 	rng := rand.New(rand.NewPCG(15, 2026))
 	for _, shape := range [][2]int{{2, 2}, {2, 3}, {3, 1}, {4, 2}} {
@@ -105,9 +105,13 @@ func acrossCase(rng *rand.Rand, types []spec.DataType, shape [2]int, coll spec.C
 	for r := range n {
 		calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
 			Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
-		if coll.Vectored() {
+		if coll.Vectored() && !coll.PairCounts() {
 			calls[r].Counts, calls[r].Displs = spectest.Uneven(count, n)
 		}
+	}
+	if coll.PairCounts() {
+		spectest.Pairs(calls, count)
+		inPlace = false // no in-place form
 	}
 	return calls, inPlace, fmt.Sprintf("%dx%d/%s/%d/%s/%s/inplace=%v", shape[0], shape[1], coll, count, typ, spec.Op{Kind: op}, inPlace)
 }
@@ -225,9 +229,7 @@ func TestCommAcrossNodesRefuses(t *testing.T) {
 	const n = 4
 	comms := startNodes(t, n, nodesConfig(2))
 	buf := hostBytes(t, 64)
-	one, at := []uint64{1, 1, 1, 1}, []uint64{0, 1, 2, 3}
-	c := spec.Call{Coll: spec.AllToAllV, SendCounts: one, SendDispls: at, RecvCounts: one, RecvDispls: at, Type: spec.Float32,
-		Send: addr(buf), Recv: addr(buf[16:])}
+	c := spec.Call{Coll: spec.AllGatherColumns, Count: 4, Rows: 2, Type: spec.Float32, Send: addr(buf), Recv: addr(buf[16:])}
 	err := comms[0].Collective(&c, 0)
 	require.ErrorIs(t, err, errs.ErrInvalidUsage)
 	require.ErrorContains(t, err, "across nodes")

@@ -97,12 +97,15 @@ type Program struct {
 //   - Send and Recv: on the node, or between the two ranks (LevelWorld);
 //   - the V forms of AllGather and ReduceScatter: per node, a grouped V
 //     collective for each other node's ranks, the rail's V collective of
-//     every node's rank of this local index.
+//     every node's rank of this local index;
+//   - AllToAllV, whose counts each rank alone knows: a node-local AllToAllV
+//     of the pairs within the node, then one network group of the sends
+//     and receives of the pairs across nodes.
 //
-// So every byte crosses the network once, spread over all rails. What it
-// cannot serve (AllToAllV, whose counts each rank alone knows, the
-// column-block and matrix layouts, an epilogue, Avg of integers) is
-// refused with an error naming it.
+// So every byte crosses the network once, spread over all rails (AllToAllV's:
+// over the rails of its pairs). What it cannot serve (the column-block and
+// matrix layouts, an epilogue, Avg of integers) is refused with an error
+// naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
 		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
@@ -112,18 +115,19 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	}
 	d := call.Coll.Definition()
 	switch {
-	case call.Coll.PairCounts() || call.Coll.Columns() || call.Coll.Matrix():
+	case call.Coll.Columns() || call.Coll.Matrix():
 		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
 	case call.Epilogue.Kind != 0:
 		return nil, unsupported(call, "an epilogue")
 	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
 		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
 	}
-	if nodes.Local == 1 || nodes.Count == 1 {
-		return whole(call, nodes), nil
-	}
 	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size())}
 	switch in, out := d.In, d.Out; {
+	case nodes.Count == 1 || nodes.Local == 1 && !call.Coll.PairCounts(): // the network has no AllToAllV
+		return whole(call, nodes), nil
+	case call.Coll.PairCounts():
+		h.allToAllV()
 	case call.Coll == spec.SendRecv:
 		h.sendRecv()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && out.Shape == spec.Scattered:
@@ -338,6 +342,34 @@ func (h *hier) allToAll() {
 	}
 	h.phase(LevelRail, spec.AllToAll, l*c, h.at(BufScratch, 0), h.at(BufRecv, 0))
 	h.scratch(uint64(h.call.NRanks) * c * h.size)
+}
+
+// allToAllV: the pairs within this node are the node's AllToAllV (the
+// node's ranks' entries of this rank's lists, at their displacements in the
+// caller's buffers); each pair across nodes with something to move is a
+// send or a receive on the network, all of them in one group.
+func (h *hier) allToAllV() {
+	c, l := h.call, h.nodes.Local
+	lo, hi := h.node*l, (h.node+1)*l
+	p := h.phase(LevelNode, spec.AllToAllV, 0, h.at(BufSend, 0), h.at(BufRecv, 0))
+	p.Call.SendCounts, p.Call.SendDispls = c.SendCounts[lo:hi], c.SendDispls[lo:hi]
+	p.Call.RecvCounts, p.Call.RecvDispls = c.RecvCounts[lo:hi], c.RecvDispls[lo:hi]
+	grouped := false
+	for q := range c.NRanks {
+		if q >= lo && q < hi {
+			continue
+		}
+		if n := c.SendCounts[q]; n > 0 {
+			s := h.phase(LevelWorld, spec.SendRecv, n, h.at(BufSend, c.SendDispls[q]), Span{})
+			s.Call.Peer, s.Call.IsSend, s.Grouped = q, true, grouped
+			grouped = true
+		}
+		if n := c.RecvCounts[q]; n > 0 {
+			r := h.phase(LevelWorld, spec.SendRecv, n, Span{}, h.at(BufRecv, c.RecvDispls[q]))
+			r.Call.Peer, r.Grouped = q, grouped
+			grouped = true
+		}
+	}
 }
 
 func (h *hier) roots() (node, local int) {

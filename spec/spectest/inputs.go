@@ -104,3 +104,24 @@ func Uneven(count uint64, nranks int) (counts, displs []uint64) {
 	}
 	return counts, displs
 }
+
+// Pairs sets every rank's AllToAllV lists on calls (one per rank, in rank
+// order) around count: rank p sends rank q (p*3 + q*5 + count) % (count + 2)
+// elements, so some pairs move nothing, and each rank's lists lie packed
+// in reverse peer order with a gap of one element after each slice, so no
+// slice lies where AllToAll's would.
+func Pairs(calls []*spec.Call, count uint64) {
+	n := len(calls)
+	m := func(p, q int) uint64 { return (uint64(p*3+q*5) + count) % (count + 2) }
+	for p, c := range calls {
+		c.SendCounts, c.SendDispls = make([]uint64, n), make([]uint64, n)
+		c.RecvCounts, c.RecvDispls = make([]uint64, n), make([]uint64, n)
+		var sendAt, recvAt uint64
+		for q := n - 1; q >= 0; q-- {
+			c.SendCounts[q], c.RecvCounts[q] = m(p, q), m(q, p)
+			c.SendDispls[q], c.RecvDispls[q] = sendAt, recvAt
+			sendAt += c.SendCounts[q] + 1
+			recvAt += c.RecvCounts[q] + 1
+		}
+	}
+}
