@@ -44,10 +44,18 @@ enum EpilogueKind : uint8_t { kEpilogueResidualAdd = 1, kEpilogueRMSNorm = 2, kE
 /** spec.FP8Max: the largest finite e4m3 value, a row scale's divisor. */
 constexpr float kFP8Max = 448.0f;
 
-/** Elements a thread has in flight, in vectors, per array a pass reads (4
- * float32 vectors, 2 of 16-bit types): a warp's row of 4096 elements is
- * eight iterations of them. Twice as many would not fit in registers. */
+/** Elements a thread has in flight, in vectors, per array a pass reads
+ * where the kind is read as it runs (epilogueRows of kEpilogueAnyKind): 4
+ * float32 vectors, 2 of 16-bit types, beside what every kind keeps in
+ * registers. */
 constexpr int kEpilogueElements = 16;
+
+/** The vectors a thread has in flight per array in a pass over whole rows
+ * of one kind (epilogueRows of a KIND), where nothing else of the kind's
+ * takes registers: four, twice the 16-bit types' above (stepbench, 1024
+ * rows of 4096 on 64 blocks: 11.0 us with two, 10.1 with four, 11.0 with
+ * eight). */
+constexpr int kEpilogueWholeVectors = 4;
 
 /** The partial results of the warps of a group wider than a warp, each
  * group at its own warps' places. */
@@ -161,14 +169,15 @@ __device__ __forceinline__ float groupReduce(float v, uint32_t g, const Op& op) 
 
 /** eachPart runs one pass over a row of `hidden` elements with a group of
  * g threads: its `vectors` vectors of K elements from element `head` on,
- * kEpilogueElements / K a thread at a time, all loaded (load) before any is
- * used (use), so that their loads are in flight together; then the
- * elements outside them (the head before, the rest after) one by one. The
- * same thread gets the same elements in every pass. */
-template <int K, typename Load, typename Use>
+ * E / K a thread at a time, all loaded (load) before any is
+ * used (use), so that their loads are in flight together; then, unless
+ * kWhole (the row is `vectors` whole vectors from its start), the elements
+ * outside them (the head before, the rest after) one by one. The same
+ * thread gets the same elements in every pass. */
+template <int K, int E, bool kWhole, typename Load, typename Use>
 __device__ __forceinline__ void eachPart(uint32_t lane, uint32_t g, uint32_t hidden, uint32_t head, uint32_t vectors,
                                          const Load& load, const Use& use) {
-  constexpr int U = kEpilogueElements / K;
+  constexpr int U = E / K;
   using V = decltype(load(Width<K>{}, 0u));
   uint32_t u = lane;
   for (; u + (U - 1) * g < vectors; u += U * g) {
@@ -179,6 +188,7 @@ __device__ __forceinline__ void eachPart(uint32_t lane, uint32_t g, uint32_t hid
     for (int k = 0; k < U; k++) use(Width<K>{}, head + (u + k * g) * K, v[k]);
   }
   for (; u < vectors; u += g) use(Width<K>{}, head + u * K, load(Width<K>{}, head + u * K));
+  if (kWhole) return;
   const uint32_t tail = head + vectors * K, rest = head + hidden - tail;
   for (uint32_t e = lane; e < rest; e += g) {
     const uint32_t i = e < head ? e : tail + (e - head);
@@ -204,19 +214,32 @@ __device__ __forceinline__ uint64_t epilogueRowCount(const Step& s) { return s.s
  * each block gets and writes into the step's Src[0].Pitch (epilogueGroup). */
 __device__ __forceinline__ uint32_t epilogueGroup(const Step& s) { return s.src[0].pitch; }
 
-/** epilogueRows runs the epilogue of step s on rows r, a group of g threads
- * (epilogueGroup) a row. */
-template <int DT>
-__device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint32_t g) {
+/** kEpilogueAnyKind: epilogueRows's kind is the step's, read as it runs,
+ * on rows aligned anyhow. */
+constexpr int kEpilogueAnyKind = -1;
+
+/** kEpilogueAddNorm is the kind nearly every caller names: the residual
+ * added, then RMSNorm, nothing quantized. */
+constexpr int kEpilogueAddNorm = kEpilogueResidualAdd | kEpilogueRMSNorm;
+
+/** epilogueRows runs an epilogue of `kind`, of rows of `hidden` elements,
+ * with eps, on rows r, a group of g threads (epilogueGroup) a row. KIND is
+ * kEpilogueAnyKind, or kind itself for rows that are whole vectors in
+ * every buffer the kind uses (epilogueWhole): then nothing in a pass is
+ * decided while it runs, and no code for other kinds or for single
+ * elements lies between the instructions a row runs. */
+template <int DT, int KIND>
+__device__ __forceinline__ void epilogueRows(uint32_t kind, uint32_t hidden, float eps, const Rows& r, uint32_t g) {
   using Nm = Num<DT>;
   using T = typename Nm::T;
   constexpr int K = 16 / sizeof(T);
-  const uint32_t kind = s.peer, hidden = s.slot;
+  constexpr bool kWhole = KIND != kEpilogueAnyKind;
+  constexpr int E = kWhole ? kEpilogueWholeVectors * K : kEpilogueElements;
+  if (kWhole) kind = (uint32_t)KIND;
   const uint64_t rowBytes = (uint64_t)hidden * sizeof(T), rows = r.rows;
   const bool add = kind & kEpilogueResidualAdd, norm = kind & kEpilogueRMSNorm;
   const bool quant = kind & kEpilogueQuantFP8, rowScale = quant && (kind & kEpilogueRowScale);
   const bool tensorQuant = quant && !rowScale;
-  const float eps = __uint_as_float((uint32_t)s.check);
   float* const scales = (float*)r.scales;
   const Quotient byTensor(tensorQuant ? *scales : 1.0f);
   const uint32_t lane = threadIdx.x & (g - 1), shift = 31 - __clz(g);
@@ -231,9 +254,10 @@ __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint3
     // Vectors start where the output is 16-byte aligned, if every other
     // buffer the kind uses is aligned for them there too.
     const uint64_t o0 = (uint64_t)o;
-    uint32_t head = (uint32_t)(((16 - (o0 & 15)) & 15) / sizeof(T));
-    const bool vec = o0 % sizeof(T) == 0 && head < hidden && (!add || ((uint64_t)(res + head) & 15) == 0) &&
-                     (!norm || ((uint64_t)(w + head) & 15) == 0) && (!quant || ((uint64_t)(q + head) & (K - 1)) == 0);
+    uint32_t head = kWhole ? 0 : (uint32_t)(((16 - (o0 & 15)) & 15) / sizeof(T));
+    const bool vec = kWhole || (o0 % sizeof(T) == 0 && head < hidden && (!add || ((uint64_t)(res + head) & 15) == 0) &&
+                                (!norm || ((uint64_t)(w + head) & 15) == 0) &&
+                                (!quant || ((uint64_t)(q + head) & (K - 1)) == 0));
     if (!vec) head = hidden;
     const uint32_t vectors = (hidden - head) / K;
 
@@ -255,7 +279,7 @@ __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint3
 
     // Pass 1: z (the residual sum) and its sum of squares; without RMSNorm
     // z is y: stored and finished.
-    eachPart<K>(
+    eachPart<K, E, kWhole>(
         lane, g, hidden, head, vectors,
         [&](auto n, uint32_t i) {
           constexpr int N = decltype(n)::value;
@@ -287,7 +311,7 @@ __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint3
       ss = groupReduce(ss, g, [](float a, float b) { return __fadd_rn(a, b); });
       const float inv = Quotient(sqrtRN(__fadd_rn(Quotient(__uint2float_rn(hidden)).of(ss), eps))).of(1.0f);
       const T* const z = add ? res : o;
-      eachPart<K>(
+      eachPart<K, E, kWhole>(
           lane, g, hidden, head, vectors,
           [&](auto n, uint32_t i) {
             constexpr int N = decltype(n)::value;
@@ -312,7 +336,7 @@ __device__ __forceinline__ void epilogueRows(const Step& s, const Rows& r, uint3
       const float scale = amax > 0.0f ? Quotient(kFP8Max).of(amax) : 1.0f;
       if (lane == 0) scales[row] = scale;
       const Quotient byRow(scale);
-      eachPart<K>(
+      eachPart<K, E, kWhole>(
           lane, g, hidden, head, vectors,
           [&](auto n, uint32_t i) {
             constexpr int N = decltype(n)::value;
@@ -340,15 +364,35 @@ static_assert(offsetof(Launch, scales) - offsetof(Launch, recv) == offsetof(Epil
                   sizeof(Launch) - offsetof(Launch, recv) == sizeof(EpilogueBuffers),
               "EpilogueBuffers is Launch's tail");
 
+/** epilogueWhole: rows of `hidden` elements of type T at r are whole
+ * vectors in the output, the residual and the weight (each row starts
+ * 16-byte aligned in every one of them). */
+template <typename T>
+__device__ __forceinline__ bool epilogueWhole(const Rows& r, uint32_t hidden) {
+  return ((r.out | r.residual | r.weight) & 15) == 0 && hidden % (16 / sizeof(T)) == 0;
+}
+
+/** epilogueAddNorm is epilogueRows of kEpilogueAddNorm on whole rows, in a
+ * function of its own: its code is this kind's alone, with no branch to
+ * other kinds' or to single elements, and twice the 16-bit types' loads
+ * in flight (kEpilogueWholeVectors). */
+template <int DT>
+__device__ __noinline__ void epilogueAddNorm(Rows r, uint32_t hidden, float eps, uint32_t g) {
+  epilogueRows<DT, kEpilogueAddNorm>(kEpilogueAddNorm, hidden, eps, r, g);
+}
+
 /** epilogueType runs step s of type DT on the rows of buffer index buf in
  * B, a group of epilogueGroup(s) threads a row. */
 template <int DT>
 __device__ __forceinline__ void epilogueType(const EpilogueBuffers& B, const Step& s, uint32_t buf) {
   using T = typename Num<DT>::T;
   const uint64_t off = s.dst.off;
+  const uint32_t kind = s.peer, hidden = s.slot, g = epilogueGroup(s);
+  const float eps = __uint_as_float((uint32_t)s.check);
   const Rows r{B.recv[buf] + off, B.residual[buf] + off, B.weight[buf], B.quant[buf] + off / sizeof(T),
-               B.scales[buf] + (s.peer & kEpilogueRowScale ? 4 * epilogueFirstRow(s) : 0), epilogueRowCount(s)};
-  epilogueRows<DT>(s, r, epilogueGroup(s));
+               B.scales[buf] + (kind & kEpilogueRowScale ? 4 * epilogueFirstRow(s) : 0), epilogueRowCount(s)};
+  if (kind == kEpilogueAddNorm && epilogueWhole<T>(r, hidden)) return epilogueAddNorm<DT>(r, hidden, eps, g);
+  epilogueRows<DT, kEpilogueAnyKind>(kind, hidden, eps, r, g);
 }
 
 /** epilogue runs an Epilogue step (snac.Epilogue) of a Plan of type DT
