@@ -74,7 +74,7 @@ func addr(b []byte) uintptr {
 // in place and apart, against the flat reference.
 func TestCommAcrossNodes(t *testing.T) {
 	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
-		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV}
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.AllToAllMatrix}
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Int8}
 	rng := rand.New(rand.NewPCG(15, 2026))
 	for _, shape := range [][2]int{{2, 2}, {2, 3}, {3, 1}, {4, 2}} {
@@ -105,11 +105,11 @@ func acrossCase(rng *rand.Rand, types []spec.DataType, shape [2]int, coll spec.C
 	for r := range n {
 		calls[r] = &spec.Call{Coll: coll, Count: count, Type: typ, Root: root, Rank: r, NRanks: n,
 			Op: spectest.RankOp(spec.Op{Kind: op, Scalar: 0.5}, r)}
-		if coll.Vectored() && !coll.PairCounts() {
+		if coll.Vectored() && !coll.PairCounts() && !coll.Matrix() {
 			calls[r].Counts, calls[r].Displs = spectest.Uneven(count, n)
 		}
 	}
-	if coll.PairCounts() {
+	if coll.PairCounts() || coll.Matrix() {
 		spectest.Pairs(calls, count)
 		inPlace = false // no in-place form
 	}

@@ -98,14 +98,14 @@ type Program struct {
 //   - the V forms of AllGather and ReduceScatter: per node, a grouped V
 //     collective for each other node's ranks, the rail's V collective of
 //     every node's rank of this local index;
-//   - AllToAllV, whose counts each rank alone knows: a node-local AllToAllV
-//     of the pairs within the node, then one network group of the sends
-//     and receives of the pairs across nodes.
+//   - the all-to-alls sized per pair (AllToAllV, whose counts each rank
+//     alone knows, and AllToAllMatrix): a node-local AllToAllV of the pairs
+//     within the node, then one network group of the sends and receives of
+//     the pairs across nodes.
 //
-// So every byte crosses the network once, spread over all rails (AllToAllV's:
-// over the rails of its pairs). What it cannot serve (the column-block and
-// matrix layouts, an epilogue, Avg of integers) is refused with an error
-// naming it.
+// So every byte crosses the network once, spread over all rails (a pair's
+// over the rails of its two ranks). What it cannot serve (the column-block
+// layouts, an epilogue, Avg of integers) is refused with an error naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
 		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
@@ -115,7 +115,7 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	}
 	d := call.Coll.Definition()
 	switch {
-	case call.Coll.Columns() || call.Coll.Matrix():
+	case call.Coll.Columns():
 		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
 	case call.Epilogue.Kind != 0:
 		return nil, unsupported(call, "an epilogue")
@@ -123,11 +123,12 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
 	}
 	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size())}
+	pairs := call.Coll.PairCounts() || call.Coll.Matrix() // sizes per pair of ranks
 	switch in, out := d.In, d.Out; {
-	case nodes.Count == 1 || nodes.Local == 1 && !call.Coll.PairCounts(): // the network has no AllToAllV
+	case nodes.Count == 1 || nodes.Local == 1 && !pairs: // the network has no AllToAllV
 		return whole(call, nodes), nil
-	case call.Coll.PairCounts():
-		h.allToAllV()
+	case pairs:
+		h.pairs()
 	case call.Coll == spec.SendRecv:
 		h.sendRecv()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && out.Shape == spec.Scattered:
@@ -344,28 +345,37 @@ func (h *hier) allToAll() {
 	h.scratch(uint64(h.call.NRanks) * c * h.size)
 }
 
-// allToAllV: the pairs within this node are the node's AllToAllV (the
-// node's ranks' entries of this rank's lists, at their displacements in the
-// caller's buffers); each pair across nodes with something to move is a
-// send or a receive on the network, all of them in one group.
-func (h *hier) allToAllV() {
+// pairs serves the all-to-alls whose sizes are per pair of ranks
+// (AllToAllV, AllToAllMatrix), from this rank's parts of its input and
+// output (spec.Call.InPart, OutPart): the pairs within this node are the
+// node's AllToAllV, this rank's lists of its node's ranks; each pair across
+// nodes with something to move is a send or a receive on the network, all
+// of them in one group. No rank forwards another's slices: with AllToAllV
+// each rank knows only its own counts.
+func (h *hier) pairs() {
 	c, l := h.call, h.nodes.Local
-	lo, hi := h.node*l, (h.node+1)*l
+	lo := h.node * l
 	p := h.phase(LevelNode, spec.AllToAllV, 0, h.at(BufSend, 0), h.at(BufRecv, 0))
-	p.Call.SendCounts, p.Call.SendDispls = c.SendCounts[lo:hi], c.SendDispls[lo:hi]
-	p.Call.RecvCounts, p.Call.RecvDispls = c.RecvCounts[lo:hi], c.RecvDispls[lo:hi]
+	p.Call.SendCounts, p.Call.SendDispls = make([]uint64, l), make([]uint64, l)
+	p.Call.RecvCounts, p.Call.RecvDispls = make([]uint64, l), make([]uint64, l)
+	for j := range l {
+		off, n := c.InPart(c.Rank, lo+j)
+		p.Call.SendDispls[j], p.Call.SendCounts[j] = off/h.size, n/h.size
+		off, n = c.OutPart(c.Rank, lo+j)
+		p.Call.RecvDispls[j], p.Call.RecvCounts[j] = off/h.size, n/h.size
+	}
 	grouped := false
 	for q := range c.NRanks {
-		if q >= lo && q < hi {
+		if h.nodes.Node(q) == h.node {
 			continue
 		}
-		if n := c.SendCounts[q]; n > 0 {
-			s := h.phase(LevelWorld, spec.SendRecv, n, h.at(BufSend, c.SendDispls[q]), Span{})
+		if off, n := c.InPart(c.Rank, q); n > 0 {
+			s := h.phase(LevelWorld, spec.SendRecv, n/h.size, Span{BufSend, off}, Span{})
 			s.Call.Peer, s.Call.IsSend, s.Grouped = q, true, grouped
 			grouped = true
 		}
-		if n := c.RecvCounts[q]; n > 0 {
-			r := h.phase(LevelWorld, spec.SendRecv, n, Span{}, h.at(BufRecv, c.RecvDispls[q]))
+		if off, n := c.OutPart(c.Rank, q); n > 0 {
+			r := h.phase(LevelWorld, spec.SendRecv, n/h.size, Span{}, Span{BufRecv, off})
 			r.Call.Peer, r.Grouped = q, grouped
 			grouped = true
 		}

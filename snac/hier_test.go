@@ -76,7 +76,7 @@ func (c hierCase) calls(nranks int) []*spec.Call {
 		}
 		calls[r] = call
 	}
-	if c.coll == spec.AllToAllV {
+	if c.coll.PairCounts() || c.coll.Matrix() {
 		spectest.Pairs(calls, c.count)
 	}
 	return calls
@@ -85,7 +85,7 @@ func (c hierCase) calls(nranks int) []*spec.Call {
 func TestHierarchyMatchesFlatCollective(t *testing.T) {
 	shapes := []snac.Nodes{{2, 1}, {1, 3}, {2, 2}, {3, 2}, {2, 3}, {2, 4}}
 	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
-		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.SendRecv, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV}
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.SendRecv, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.AllToAllMatrix}
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Uint8, spec.Float8e4m3}
 	rng := rand.New(rand.NewPCG(11, 15))
 	for _, nodes := range shapes {
@@ -94,7 +94,7 @@ func TestHierarchyMatchesFlatCollective(t *testing.T) {
 			for i := range 6 {
 				c := hierCase{coll: coll, count: []uint64{0, 1, 5, 17, 64, 301}[i], typ: types[rng.IntN(len(types))],
 					op: spec.OpKind(rng.IntN(int(spec.PreMulSum) + 1)), root: rng.IntN(n), inPlace: rng.IntN(2) == 0}
-				if coll == spec.SendRecv || coll == spec.AllToAllV { // no in-place form
+				if coll == spec.SendRecv || coll.PairCounts() || coll.Matrix() { // no in-place form
 					c.inPlace = false
 				}
 				if c.op == spec.Avg && !c.typ.IsFloat() {
@@ -156,7 +156,7 @@ func runHier(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand) {
 func TestHierarchyRefusesWhatItCannotServe(t *testing.T) {
 	nodes := snac.Nodes{Count: 2, Local: 2}
 	for _, c := range []spec.Call{
-		{Coll: spec.AllToAllMatrix, Counts: make([]uint64, 16), Displs: make([]uint64, 16), Type: spec.Float32},
+		{Coll: spec.ReduceScatterColumns, Count: 4, Rows: 2, Type: spec.Float32},
 		{Coll: spec.AllGatherColumns, Count: 4, Rows: 2, Type: spec.Float32},
 		{Coll: spec.AllReduce, Count: 8, Type: spec.Int32, Op: spec.Op{Kind: spec.Avg}},
 		{Coll: spec.AllReduce, Count: 8, Type: spec.Float32, Epilogue: spec.Epilogue{Kind: spec.EpilogueResidualAdd, Hidden: 4}},

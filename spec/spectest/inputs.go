@@ -105,23 +105,42 @@ func Uneven(count uint64, nranks int) (counts, displs []uint64) {
 	return counts, displs
 }
 
-// Pairs sets every rank's AllToAllV lists on calls (one per rank, in rank
-// order) around count: rank p sends rank q (p*3 + q*5 + count) % (count + 2)
-// elements, so some pairs move nothing, and each rank's lists lie packed
-// in reverse peer order with a gap of one element after each slice, so no
-// slice lies where AllToAll's would.
+// Pairs sets every rank's per-pair sizes on calls (one per rank, in rank
+// order, all AllToAllV or all AllToAllMatrix) around count: rank p sends
+// rank q (p*3 + q*5 + count) % (count + 2) elements, so some pairs move
+// nothing. AllToAllV's lists lie packed in reverse peer order with a gap of
+// one element after each slice, and so do AllToAllMatrix's slices in each
+// output, so no slice lies where AllToAll's would.
 func Pairs(calls []*spec.Call, count uint64) {
 	n := len(calls)
 	m := func(p, q int) uint64 { return (uint64(p*3+q*5) + count) % (count + 2) }
-	for p, c := range calls {
-		c.SendCounts, c.SendDispls = make([]uint64, n), make([]uint64, n)
-		c.RecvCounts, c.RecvDispls = make([]uint64, n), make([]uint64, n)
-		var sendAt, recvAt uint64
-		for q := n - 1; q >= 0; q-- {
-			c.SendCounts[q], c.RecvCounts[q] = m(p, q), m(q, p)
-			c.SendDispls[q], c.RecvDispls[q] = sendAt, recvAt
-			sendAt += c.SendCounts[q] + 1
-			recvAt += c.RecvCounts[q] + 1
+	// reversed is counts(k) for k = n-1 .. 0 packed with gaps: their offsets.
+	reversed := func(counts func(k int) uint64) []uint64 {
+		at, displs := uint64(0), make([]uint64, n)
+		for k := n - 1; k >= 0; k-- {
+			displs[k], at = at, at+counts(k)+1
 		}
+		return displs
+	}
+	if calls[0].Coll == spec.AllToAllMatrix {
+		counts, displs := make([]uint64, n*n), make([]uint64, n*n)
+		for q := range n {
+			at := reversed(func(p int) uint64 { return m(p, q) })
+			for p := range n {
+				counts[p*n+q], displs[p*n+q] = m(p, q), at[p]
+			}
+		}
+		for _, c := range calls {
+			c.Counts, c.Displs = counts, displs
+		}
+		return
+	}
+	for p, c := range calls {
+		c.SendCounts, c.RecvCounts = make([]uint64, n), make([]uint64, n)
+		for q := range n {
+			c.SendCounts[q], c.RecvCounts[q] = m(p, q), m(q, p)
+		}
+		c.SendDispls = reversed(func(q int) uint64 { return c.SendCounts[q] })
+		c.RecvDispls = reversed(func(q int) uint64 { return c.RecvCounts[q] })
 	}
 }
