@@ -381,6 +381,14 @@ __device__ __noinline__ void epilogueAddNorm(Rows r, uint32_t hidden, float eps,
   epilogueRows<DT, kEpilogueAddNorm>(kEpilogueAddNorm, hidden, eps, r, g);
 }
 
+/** epilogueAny is epilogueRows of the kind a step names, on rows aligned
+ * anyhow: the rare path, in a function of its own, so that its code does
+ * not lie between its caller's instructions. */
+template <int DT>
+__device__ __noinline__ void epilogueAny(Rows r, uint32_t kind, uint32_t hidden, float eps, uint32_t g) {
+  epilogueRows<DT, kEpilogueAnyKind>(kind, hidden, eps, r, g);
+}
+
 /** epilogueType runs step s of type DT on the rows of buffer index buf in
  * B, a group of epilogueGroup(s) threads a row. */
 template <int DT>
@@ -392,7 +400,7 @@ __device__ __forceinline__ void epilogueType(const EpilogueBuffers& B, const Ste
   const Rows r{B.recv[buf] + off, B.residual[buf] + off, B.weight[buf], B.quant[buf] + off / sizeof(T),
                B.scales[buf] + (kind & kEpilogueRowScale ? 4 * epilogueFirstRow(s) : 0), epilogueRowCount(s)};
   if (kind == kEpilogueAddNorm && epilogueWhole<T>(r, hidden)) return epilogueAddNorm<DT>(r, hidden, eps, g);
-  epilogueRows<DT, kEpilogueAnyKind>(kind, hidden, eps, r, g);
+  epilogueAny<DT>(r, kind, hidden, eps, g);
 }
 
 /** epilogue runs an Epilogue step (snac.Epilogue) of a Plan of type DT
