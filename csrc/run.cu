@@ -362,9 +362,12 @@ __device__ __forceinline__ void stageEpilogues(const Launch& L, const uint64_t* 
 
 /** runEpilogues runs the worker's n Epilogue steps (n > 0), steps [first,
  * first+n) at steps, after its other steps in the image (atom/cuda
- * planBytes), in a Plan of type DT: a function for each type, so that each
- * has every register. The first is staged (stageEpilogues) behind a
- * barrier. A step the kernel cannot run fails the block as a bad Ref does. */
+ * planBytes), in a Plan of type DT. The first is staged (stageEpilogues)
+ * behind a barrier. A step the kernel cannot run fails the block as a bad
+ * Ref does. Its rows run in functions of their own (epilogue.cuh); this
+ * loop is one too, a function for each type: inlined into epilogueSteps,
+ * the three loops' state is kept across those calls, spilled and slower
+ * (docs/performance.md). */
 template <int DT>
 __device__ __noinline__ void runEpilogues(const Launch& L, const uint64_t* steps, uint32_t first, uint32_t n) {
   for (uint32_t k = first; k < first + n; k++) {

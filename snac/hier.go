@@ -125,7 +125,7 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size())}
 	pairs := call.Coll.PairCounts() || call.Coll.Matrix() // sizes per pair of ranks
 	switch in, out := d.In, d.Out; {
-	case nodes.Count == 1 || nodes.Local == 1 && !pairs: // the network has no AllToAllV
+	case nodes.Count == 1 || nodes.Local == 1 && !pairs: // the network has no all-to-all sized per pair
 		return whole(call, nodes), nil
 	case pairs:
 		h.pairs()
@@ -355,27 +355,26 @@ func (h *hier) allToAll() {
 func (h *hier) pairs() {
 	c, l := h.call, h.nodes.Local
 	lo := h.node * l
-	p := h.phase(LevelNode, spec.AllToAllV, 0, h.at(BufSend, 0), h.at(BufRecv, 0))
-	p.Call.SendCounts, p.Call.SendDispls = make([]uint64, l), make([]uint64, l)
-	p.Call.RecvCounts, p.Call.RecvDispls = make([]uint64, l), make([]uint64, l)
-	for j := range l {
-		off, n := c.InPart(c.Rank, lo+j)
-		p.Call.SendDispls[j], p.Call.SendCounts[j] = off/h.size, n/h.size
-		off, n = c.OutPart(c.Rank, lo+j)
-		p.Call.RecvDispls[j], p.Call.RecvCounts[j] = off/h.size, n/h.size
-	}
+	node := h.phase(LevelNode, spec.AllToAllV, 0, h.at(BufSend, 0), h.at(BufRecv, 0))
+	v := &node.Call
+	v.SendCounts, v.SendDispls = make([]uint64, l), make([]uint64, l)
+	v.RecvCounts, v.RecvDispls = make([]uint64, l), make([]uint64, l)
 	grouped := false
 	for q := range c.NRanks {
-		if h.nodes.Node(q) == h.node {
+		sendAt, sends := c.InPart(c.Rank, q)
+		recvAt, recvs := c.OutPart(c.Rank, q)
+		if j := q - lo; j >= 0 && j < l {
+			v.SendDispls[j], v.SendCounts[j] = sendAt/h.size, sends/h.size
+			v.RecvDispls[j], v.RecvCounts[j] = recvAt/h.size, recvs/h.size
 			continue
 		}
-		if off, n := c.InPart(c.Rank, q); n > 0 {
-			s := h.phase(LevelWorld, spec.SendRecv, n/h.size, Span{BufSend, off}, Span{})
+		if sends > 0 {
+			s := h.phase(LevelWorld, spec.SendRecv, sends/h.size, Span{BufSend, sendAt}, Span{})
 			s.Call.Peer, s.Call.IsSend, s.Grouped = q, true, grouped
 			grouped = true
 		}
-		if off, n := c.OutPart(c.Rank, q); n > 0 {
-			r := h.phase(LevelWorld, spec.SendRecv, n/h.size, Span{}, Span{BufRecv, off})
+		if recvs > 0 {
+			r := h.phase(LevelWorld, spec.SendRecv, recvs/h.size, Span{}, Span{BufRecv, recvAt})
 			r.Call.Peer, r.Grouped = q, grouped
 			grouped = true
 		}
