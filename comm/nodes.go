@@ -304,13 +304,13 @@ func (s *spanning) chunks(call *spec.Call) int {
 	if s.chunk == 0 || bytes/2 < s.chunk {
 		return 1
 	}
-	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, call.Count/chunkAlign(call.Type)))
+	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, call.Count/chunkAlign(call)))
 }
 
-// chunkAlign is the elements of 16 bytes of t (or one element): where
+// chunkAlign is the elements of a grain of call (snac.Grain): where
 // runPipelined's chunks start, so that every chunk's copies are aligned
-// as the whole call's are.
-func chunkAlign(t spec.DataType) uint64 { return max(1, 16/uint64(t.Size())) }
+// as the whole call's are, and an epilogue's rows are whole.
+func chunkAlign(call *spec.Call) uint64 { return snac.Grain(call) / uint64(call.Type.Size()) }
 
 // maxNetChunks bounds a pipelined call's chunks (larger chunks beyond).
 const maxNetChunks = 1024
@@ -404,10 +404,10 @@ func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
 }
 
 // chunkOf is chunk i of k of call: its share of the elements, as a call of
-// its own on the same buffers from that element on.
+// its own on the same buffers (and its epilogue's) from that element on.
 func chunkOf(call *spec.Call, k, i int) spec.Call {
 	sub := *call
-	a := chunkAlign(call.Type)
+	a := chunkAlign(call)
 	units := call.Count / a // k <= units (chunks): no chunk is empty
 	lo := units * uint64(i) / uint64(k) * a
 	hi := units * uint64(i+1) / uint64(k) * a
@@ -422,6 +422,7 @@ func chunkOf(call *spec.Call, k, i int) spec.Call {
 	if sub.Recv != 0 {
 		sub.Recv += off
 	}
+	sub.Epilogue = call.Epilogue.From(lo, call.Type)
 	return sub
 }
 

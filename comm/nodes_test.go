@@ -1,9 +1,12 @@
 package comm_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -379,4 +382,108 @@ func keys(m map[uintptr]int) []uintptr {
 		k = append(k, s)
 	}
 	return k
+}
+
+// TestCommAcrossNodesEpilogue runs AllReduce epilogues across virtual nodes
+// on the host Atom, whole and pipelined in chunks of whole rows, in place
+// and apart, each rank with its own residual: every rank's output,
+// residual, quantized output and scales must equal the reduction followed
+// by numeric.EpilogueRows, byte for byte (the inputs reduce exactly in any
+// order).
+func TestCommAcrossNodesEpilogue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 15))
+	for _, shape := range [][2]int{{2, 2}, {3, 1}, {2, 3}} {
+		for _, chunk := range []uint64{0, 512} {
+			n := shape[0] * shape[1]
+			cfg := nodesConfig(shape[0])
+			cfg.NetChunk = chunk
+			comms := startNodes(t, n, cfg)
+			for i, tc := range []struct {
+				typ          spec.DataType
+				kind         spec.EpilogueKind
+				hidden, rows uint64
+			}{
+				{spec.Bfloat16, spec.EpilogueResidualAdd | spec.EpilogueRMSNorm, 64, 9},
+				{spec.Float32, spec.EpilogueResidualAdd | spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale, 7, 300},
+				{spec.Float16, spec.EpilogueRMSNorm | spec.EpilogueQuantFP8, 1000, 3},
+				{spec.Bfloat16, spec.EpilogueResidualAdd | spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale, 16, 1},
+			} {
+				inPlace := i%2 == 1
+				name := fmt.Sprintf("%dx%d/chunk%d/%s/%s/hidden%d/rows%d/inplace=%v", shape[0], shape[1], chunk, tc.typ, tc.kind, tc.hidden, tc.rows, inPlace)
+				t.Run(name, func(t *testing.T) { runAcrossEpilogue(t, comms, tc.typ, tc.kind, tc.hidden, tc.rows, inPlace, rng) })
+			}
+		}
+	}
+}
+
+func runAcrossEpilogue(t *testing.T, comms []*comm.Comm, typ spec.DataType, kind spec.EpilogueKind, hidden, rows uint64, inPlace bool, rng *rand.Rand) {
+	n := len(comms)
+	size := uint64(typ.Size())
+	count := hidden * rows
+	bytes := count * size
+	grid := func(b []byte) {
+		for k := range uint64(len(b)) / size {
+			numeric.SetFloat64(typ, b, int(k), float64(rng.IntN(33)-16)/8)
+		}
+	}
+	weight := hostBytes(t, hidden*size)
+	grid(weight)
+	inputs := make([][]byte, n)
+	type rank struct{ send, recv, residual, quant, scales []byte }
+	ranks, want := make([]rank, n), make([]rank, n)
+	for r := range n {
+		inputs[r] = make([]byte, bytes)
+		grid(inputs[r])
+		k := &ranks[r]
+		k.send, k.recv, k.residual = hostBytes(t, bytes), hostBytes(t, bytes), hostBytes(t, bytes)
+		k.quant, k.scales = hostBytes(t, count), hostBytes(t, 4*rows)
+		copy(k.send, inputs[r])
+		if inPlace {
+			k.recv = k.send
+		}
+		grid(k.residual)
+		clear(k.quant)
+		clear(k.scales)
+		binary.LittleEndian.PutUint32(k.scales, math.Float32bits(0.5)) // the tensor's scale, read
+		want[r] = rank{recv: make([]byte, bytes), residual: slices.Clone(k.residual), quant: make([]byte, count), scales: slices.Clone(k.scales)}
+	}
+	for r := range n {
+		w := &want[r]
+		numeric.Reduce(w.recv, inputs, typ, spec.Op{Kind: spec.Sum}, n, 0)
+		var res, q, sc []byte
+		if kind&spec.EpilogueResidualAdd != 0 {
+			res = w.residual
+		}
+		if kind&spec.EpilogueQuantFP8 != 0 {
+			q, sc = w.quant, w.scales
+		}
+		numeric.EpilogueRows{Type: typ, Kind: kind, Hidden: int(hidden), Eps: 1e-6}.Run(w.recv, res, weight, q, sc)
+	}
+	errList := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			k := &ranks[r]
+			e := spec.Epilogue{Kind: kind, Hidden: hidden, Weight: addr(weight), Eps: 1e-6}
+			if kind&spec.EpilogueResidualAdd != 0 {
+				e.Residual = addr(k.residual)
+			}
+			if kind&spec.EpilogueQuantFP8 != 0 {
+				e.Quant, e.Scales = addr(k.quant), addr(k.scales)
+			}
+			call := spec.Call{Coll: spec.AllReduce, Type: typ, Op: spec.Op{Kind: spec.Sum}, Count: count, Send: addr(k.send), Recv: addr(k.recv), Epilogue: e}
+			if errList[r] = comms[r].Collective(&call, 0); errList[r] == nil {
+				errList[r] = comms[r].Synchronize()
+			}
+		})
+	}
+	wg.Wait()
+	for r := range n {
+		require.NoError(t, errList[r], "rank %d", r)
+		k, w := &ranks[r], &want[r]
+		require.Equal(t, w.recv, k.recv, "rank %d output", r)
+		require.Equal(t, w.residual, k.residual, "rank %d residual", r)
+		require.Equal(t, w.quant, k.quant, "rank %d quant", r)
+		require.Equal(t, w.scales, k.scales, "rank %d scales", r)
+	}
 }

@@ -78,7 +78,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		}
 		gt.Workers -= reserve
 	}
-	g, err := newGeometry(gt, half, longest, segs, packets, !known, grainOf(c))
+	g, err := newGeometry(gt, half, longest, segs, packets, !known, Grain(c))
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +144,14 @@ func packetLimit(c *spec.Call, t Topology) uint64 {
 // per chunk (allreduce.go). Packets take the exchange's one-shot form.
 func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	length := c.Count * uint64(c.Type.Size())
-	_, longest := shard(length, grainOf(c), c.NRanks, 0)
+	_, longest := shard(length, Grain(c), c.NRanks, 0)
 	half, blocks := t.StageHalf, t.Workers
 	engine := engineServes(c, t, longest, true)
 	if engine { // engine.go
 		half *= 2
 		t.Workers, t.ChunkMax = t.EngineWorkers, t.EngineChunk
 	}
-	g, err := newGeometry(t, half, longest, max(1, 2*(c.NRanks-1)), false, false, grainOf(c))
+	g, err := newGeometry(t, half, longest, max(1, 2*(c.NRanks-1)), false, false, Grain(c))
 	if err != nil {
 		return nil, err
 	}

@@ -9,15 +9,20 @@ import (
 
 // An AllReduce with an epilogue (spec.Epilogue) is the same Plan with an
 // Epilogue step after the steps that finish each range of the output: its
-// transfers are split in whole rows (grainOf), so every range a worker
+// transfers are split in whole rows (Grain), so every range a worker
 // writes into the output is whole rows, and each rank applies the epilogue
 // to every row of its own output. No rank sends what its epilogue made:
 // the reduced values travel, and each rank adds its own residual, as the
-// unfused sequence does.
+// unfused sequence does. An AllGatherV with an epilogue (the last phase of
+// an AllReduce across nodes) is planned alike: its parts are whole rows,
+// and it reads its input, never its output, so a row's epilogue is safe
+// once the row is written.
 
-// grainOf is the bytes c's transfers are split in: 16-byte units, or for
-// an epilogue the fewest whole rows that are whole units.
-func grainOf(c *spec.Call) uint64 {
+// Grain is the bytes c's transfers are split in: 16-byte units, or for
+// an epilogue the fewest whole rows that are whole units. A call cut in
+// calls of whole grains (a pipelined call across nodes) keeps its rows
+// whole and its copies aligned.
+func Grain(c *spec.Call) uint64 {
 	if c.Epilogue.Kind == 0 {
 		return unit
 	}
@@ -52,11 +57,11 @@ func (s *Step) EpilogueOf() (kind spec.EpilogueKind, hidden uint32, eps float32)
 // rank) get theirs on worker 0. Every row gets exactly one.
 func withEpilogue(p *Plan, c *spec.Call) (*Plan, error) {
 	row := c.Epilogue.Hidden * uint64(c.Type.Size())
-	length := c.Count * uint64(c.Type.Size())
+	_, length := c.Extents()
 	if length == 0 {
 		return p, nil
 	}
-	done := make([]bool, c.Count/c.Epilogue.Hidden)
+	done := make([]bool, length/row)
 	mark := func(off, n uint64) error {
 		if off%row != 0 || n%row != 0 {
 			return errs.New(errs.ErrInternal, "snac: %s writes [%d,+%d) of its output, not whole rows of %d bytes", c, off, n, row)

@@ -13,11 +13,13 @@ import (
 	"purlin/snac"
 	"purlin/snac/snactest"
 	"purlin/spec"
+	"purlin/spec/spectest"
 )
 
 var le = binary.LittleEndian
 
-// epilogueCase is one AllReduce with an epilogue across n ranks.
+// epilogueCase is one AllReduce with an epilogue across n ranks, or with
+// gather an AllGatherV of rows whose parts are rows[r] rows (Uneven).
 type epilogueCase struct {
 	n       int
 	typ     spec.DataType
@@ -25,10 +27,29 @@ type epilogueCase struct {
 	hidden  uint64
 	rows    uint64
 	inPlace bool
+	gather  bool
 }
 
 func (c epilogueCase) String() string {
-	return fmt.Sprintf("%d ranks %s %s hidden=%d rows=%d inplace=%v", c.n, c.typ, c.kind, c.hidden, c.rows, c.inPlace)
+	coll := spec.AllReduce
+	if c.gather {
+		coll = spec.AllGatherV
+	}
+	return fmt.Sprintf("%s %d ranks %s %s hidden=%d rows=%d inplace=%v", coll, c.n, c.typ, c.kind, c.hidden, c.rows, c.inPlace)
+}
+
+// parts are an AllGatherV case's counts and displacements in elements: c.rows
+// split unevenly (spectest.Uneven's shares of it, in rows), some ranks none.
+func (c *epilogueCase) parts() (counts, displs []uint64) {
+	counts, displs = spectest.Uneven(c.rows, c.n)
+	var rows uint64
+	for r := range counts {
+		rows += counts[r]
+		counts[r] *= c.hidden
+		displs[r] *= c.hidden
+	}
+	c.rows = rows
+	return counts, displs
 }
 
 // epilogueMem is one rank's memory: send, recv, residual, weight, quant,
@@ -60,6 +81,10 @@ func layoutEpilogue(c epilogueCase) epilogueMem {
 func runEpilogue(t *testing.T, topo snac.Topology, c epilogueCase, seed uint64) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 11))
+	var counts, displs []uint64
+	if c.gather {
+		counts, displs = c.parts()
+	}
 	size := uint64(c.typ.Size())
 	count := c.hidden * c.rows
 	bytes := count * size
@@ -80,9 +105,15 @@ func runEpilogue(t *testing.T, topo snac.Topology, c epilogueCase, seed uint64) 
 		inputs[r] = make([]byte, bytes)
 		fillValues(inputs[r])
 	}
-	// The expectation: reduced, then the epilogue.
+	// The expectation: reduced (or gathered), then the epilogue.
 	want := make([]byte, bytes)
 	numeric.Reduce(want, inputs, c.typ, spec.Op{Kind: spec.Sum}, c.n, 0)
+	if c.gather { // rank r gives its part of the reduced tensor
+		for r := range c.n {
+			part := want[displs[r]*size : (displs[r]+counts[r])*size]
+			inputs[r] = append([]byte(nil), part...)
+		}
+	}
 	wantResidual := append([]byte(nil), residual...)
 	wantQuant := make([]byte, count)
 	wantScales := make([]byte, 4*c.rows)
@@ -117,6 +148,11 @@ func runEpilogue(t *testing.T, topo snac.Topology, c epilogueCase, seed uint64) 
 		}
 		call := &spec.Call{Coll: spec.AllReduce, Type: c.typ, Op: spec.Op{Kind: spec.Sum}, Count: count,
 			Send: addr(m.send), Recv: addr(m.recv), Rank: r, NRanks: c.n, Epilogue: e}
+		in := bytes
+		if c.gather {
+			call.Coll, call.Count, call.Counts, call.Displs = spec.AllGatherV, 0, counts, displs
+			in = counts[r] * size
+		}
 		require.NoError(t, call.Validate(), "%s", call)
 		rt := topo
 		rt.Rank = r
@@ -128,7 +164,7 @@ func runEpilogue(t *testing.T, topo snac.Topology, c epilogueCase, seed uint64) 
 		copy(mem[m.residual:], residual)
 		copy(mem[m.weight:], weight)
 		le.PutUint32(mem[m.scales:], tensorScale)
-		launches[r] = []*snactest.Launch{{Plan: plan, Mem: mem, Bufs: []snactest.Buffer{{Send: m.send, Recv: m.recv, In: bytes, Out: bytes,
+		launches[r] = []*snactest.Launch{{Plan: plan, Mem: mem, Bufs: []snactest.Buffer{{Send: m.send, Recv: m.recv, In: in, Out: bytes,
 			Residual: m.residual, Weight: m.weight, Quant: m.quant, Scales: m.scales}}}}
 	}
 	require.NoError(t, sim.Run(launches), "%s", c)
@@ -179,6 +215,35 @@ func TestEpilogueRegimes(t *testing.T) {
 					seed++
 					runEpilogue(t, topo, c, seed)
 				}
+			}
+		}
+	}
+}
+
+// TestEpilogueGatherRegimes runs AllGatherV epilogues (rows gathered whole,
+// each rank's part a different number of them, some none) at 1, 2, 3 and 8
+// ranks over sizes that reach packets, staging and chunks: every rank's
+// every row gets its epilogue once, after it arrived, and no rank's input
+// or a peer's copy of it sees an epilogue.
+func TestEpilogueGatherRegimes(t *testing.T) {
+	kinds := []spec.EpilogueKind{
+		spec.EpilogueResidualAdd | spec.EpilogueRMSNorm,
+		spec.EpilogueResidualAdd | spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale,
+		spec.EpilogueRMSNorm | spec.EpilogueQuantFP8,
+	}
+	types := []spec.DataType{spec.Bfloat16, spec.Float16, spec.Float32}
+	shapes := []struct{ hidden, rows uint64 }{{1, 1}, {3, 7}, {64, 5}, {200, 3}, {96, 170}, {512, 97}}
+	seed := uint64(100)
+	for _, n := range []int{1, 2, 3, 8} {
+		topo := testTopo(n)
+		for _, sh := range shapes {
+			for i, kind := range kinds {
+				typ := types[(i+int(sh.rows))%len(types)]
+				if uint64(max(1, 2*(n-1)))*sh.hidden*uint64(typ.Size()) > topo.StageHalf {
+					continue
+				}
+				seed++
+				runEpilogue(t, topo, epilogueCase{n: n, typ: typ, kind: kind, hidden: sh.hidden, rows: sh.rows, gather: true}, seed)
 			}
 		}
 	}

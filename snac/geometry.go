@@ -43,7 +43,7 @@ func localWorkers(w int) int {
 type geometry struct {
 	workers int
 	// grain is the bytes transfers are split in among workers and chunks:
-	// unit, or whole rows of an AllReduce with an epilogue (grainOf).
+	// unit, or whole rows of an AllReduce with an epilogue (Grain).
 	grain  uint64
 	chunk  uint64 // bytes of one transfer's chunk (multiple of grain)
 	region uint64 // bytes of staging each worker owns in a half
@@ -56,7 +56,7 @@ type geometry struct {
 // longest must be known to every rank; when it is not (AllToAllV), pass
 // fixed: the Plan then uses all topo.Workers and a chunk size that does not
 // depend on any length. Pieces are whole multiples of split bytes (unit, or
-// grainOf's rows).
+// Grain's rows).
 func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed bool, split uint64) (geometry, error) {
 	grain := uint64(workerGrain)
 	if packetOnly {

@@ -104,8 +104,12 @@ type Program struct {
 //     the pairs across nodes.
 //
 // So every byte crosses the network once, spread over all rails (a pair's
-// over the rails of its two ranks). What it cannot serve (the column-block
-// layouts, an epilogue, Avg of integers) is refused with an error naming it.
+// over the rails of its two ranks). An AllReduce with an epilogue splits
+// its pieces in whole rows, reduces them into scratch and gathers them
+// from there with the epilogue (an AllGatherV's, spec.Epilogue): each rank
+// applies it to every row of its own output as it arrives, as on one node.
+// What it cannot serve (the column-block layouts, another collective's
+// epilogue, Avg of integers) is refused with an error naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
 		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
@@ -117,20 +121,26 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	switch {
 	case call.Coll.Columns():
 		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
-	case call.Epilogue.Kind != 0:
+	case call.Epilogue.Kind != 0 && call.Coll != spec.AllReduce:
 		return nil, unsupported(call, "an epilogue")
 	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
 		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
 	}
-	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size())}
+	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
+	if call.Epilogue.Kind != 0 {
+		h.grain = call.Epilogue.Hidden
+	}
 	pairs := call.Coll.PairCounts() || call.Coll.Matrix() // sizes per pair of ranks
+	local := pairs || call.Epilogue.Kind != 0             // the network has no all-to-all sized per pair, nor epilogues
 	switch in, out := d.In, d.Out; {
-	case nodes.Count == 1 || nodes.Local == 1 && !pairs: // the network has no all-to-all sized per pair
+	case nodes.Count == 1 || nodes.Local == 1 && !local:
 		return whole(call, nodes), nil
 	case pairs:
 		h.pairs()
 	case call.Coll == spec.SendRecv:
 		h.sendRecv()
+	case call.Epilogue.Kind != 0:
+		h.allReduceRows()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && out.Shape == spec.Scattered:
 		h.allGatherV()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
@@ -180,6 +190,7 @@ type hier struct {
 	nodes       Nodes
 	node, local int
 	size        uint64
+	grain       uint64 // the elements pieces are whole multiples of: 1, or an epilogue's row
 	prog        Program
 }
 
@@ -206,13 +217,13 @@ func (h *hier) phase(level Level, coll spec.Collective, count uint64, send, recv
 
 func (h *hier) scratch(bytes uint64) { h.prog.Scratch = max(h.prog.Scratch, bytes) }
 
-// pieces splits count elements over Local ranks: piece i starts at
-// element off(i) and holds n(i) (the first count%Local pieces one more).
+// piece splits count elements, in grains, over Local ranks: piece i
+// starts at element off and holds n (the first pieces a grain more).
 func (h *hier) piece(i int) (off, n uint64) {
-	l := uint64(h.nodes.Local)
-	q, r := h.call.Count/l, h.call.Count%l
+	l, g := uint64(h.nodes.Local), h.grain
+	q, r := h.call.Count/g/l, h.call.Count/g%l
 	k := uint64(i)
-	return k*q + min(k, r), q + b2u(k < r)
+	return (k*q + min(k, r)) * g, (q + b2u(k < r)) * g
 }
 
 func b2u(b bool) uint64 {
@@ -245,16 +256,32 @@ func (h *hier) sendRecv() {
 	p.Call.Peer, p.Call.IsSend = c.Peer, c.IsSend
 }
 
+// allReduce: a rail whose pieces are empty (fewer elements than the node
+// has ranks) still meets, so that every rank of a node cuts a pipelined
+// Program (comm's runPipelined) at the same phase.
 func (h *hier) allReduce() {
 	off, n := h.piece(h.local)
 	counts, displs := h.pieceLists()
 	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufRecv, off))
 	rs.Call.Counts, rs.Call.Displs = counts, displs
-	if n > 0 {
-		h.phase(LevelRail, spec.AllReduce, n, h.at(BufRecv, off), h.at(BufRecv, off))
-	}
+	h.phase(LevelRail, spec.AllReduce, n, h.at(BufRecv, off), h.at(BufRecv, off))
 	ag := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufRecv, off), h.at(BufRecv, 0))
 	ag.Call.Counts, ag.Call.Displs = counts, displs
+}
+
+// allReduceRows is allReduce with an epilogue: pieces of whole rows,
+// reduced into scratch, whence the node gathers them into the output with
+// the epilogue (not in place: the epilogue of a rank's own piece must not
+// reach what its peers gather).
+func (h *hier) allReduceRows() {
+	_, n := h.piece(h.local)
+	counts, displs := h.pieceLists()
+	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, 0))
+	rs.Call.Counts, rs.Call.Displs = counts, displs // offsets in Send; each piece lands packed
+	h.phase(LevelRail, spec.AllReduce, n, h.at(BufScratch, 0), h.at(BufScratch, 0))
+	ag := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	ag.Call.Counts, ag.Call.Displs, ag.Call.Epilogue = counts, displs, h.call.Epilogue
+	h.scratch(counts[0] * h.size)
 }
 
 // reduceScatter: the input is Count x NRanks slices, node n's at row n of a

@@ -2,13 +2,16 @@ package snac_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/numeric"
 	"purlin/snac"
 	"purlin/snac/snactest"
 	"purlin/spec"
@@ -30,9 +33,14 @@ func (r *hierRank) span(s snac.Span) []byte {
 
 // runProgram runs rank r's Program on f, a group of Phases at a time.
 func runProgram(f *snactest.Fabric, nodes snac.Nodes, r int, rk *hierRank) error {
-	party := &snactest.Party{Rank: r, Nodes: nodes, Memory: func(sp snac.Span, _ uintptr, n uint64) []byte {
+	return runParty(f, &snactest.Party{Rank: r, Nodes: nodes, Memory: func(sp snac.Span, _ uintptr, n uint64) []byte {
 		return rk.span(sp)[:n]
-	}}
+	}}, rk)
+}
+
+// runParty runs rk's Program as party on f.
+func runParty(f *snactest.Fabric, party *snactest.Party, rk *hierRank) error {
+	r := party.Rank
 	ph := rk.prog.Phases
 	for i := 0; i < len(ph); {
 		j := i + 1
@@ -159,10 +167,121 @@ func TestHierarchyRefusesWhatItCannotServe(t *testing.T) {
 		{Coll: spec.ReduceScatterColumns, Count: 4, Rows: 2, Type: spec.Float32},
 		{Coll: spec.AllGatherColumns, Count: 4, Rows: 2, Type: spec.Float32},
 		{Coll: spec.AllReduce, Count: 8, Type: spec.Int32, Op: spec.Op{Kind: spec.Avg}},
-		{Coll: spec.AllReduce, Count: 8, Type: spec.Float32, Epilogue: spec.Epilogue{Kind: spec.EpilogueResidualAdd, Hidden: 4}},
+		{Coll: spec.AllGatherV, Counts: []uint64{4, 4, 4, 4}, Displs: []uint64{0, 4, 8, 12}, Type: spec.Float32,
+			Epilogue: spec.Epilogue{Kind: spec.EpilogueResidualAdd, Hidden: 4}},
 	} {
 		c.NRanks = 4
 		_, err := snac.Hierarchy(&c, nodes)
 		require.ErrorContains(t, err, "across nodes", "%s", c.Coll)
+	}
+}
+
+// TestHierarchyEpilogue runs AllReduce epilogues across nodes on the
+// reference fabric: pieces of whole rows (fewer rows than a node has ranks
+// too), each rank's own residual, in place and apart, against the reduced
+// tensor followed by numeric.EpilogueRows. The inputs are multiples of 1/8
+// small enough that every order of reduction is exact, so every rank's
+// output, residual, quantized output and scales must match byte for byte.
+func TestHierarchyEpilogue(t *testing.T) {
+	const (
+		residual = 1 + iota // the epilogue's buffers, by fake address
+		weight
+		quant
+		scales
+	)
+	kinds := []spec.EpilogueKind{
+		spec.EpilogueResidualAdd | spec.EpilogueRMSNorm,
+		spec.EpilogueResidualAdd | spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale,
+		spec.EpilogueRMSNorm | spec.EpilogueQuantFP8,
+		spec.EpilogueResidualAdd,
+	}
+	types := []spec.DataType{spec.Bfloat16, spec.Float16, spec.Float32}
+	rng := rand.New(rand.NewPCG(16, 15))
+	for _, nodes := range []snac.Nodes{{2, 1}, {1, 3}, {2, 2}, {3, 2}, {2, 4}} {
+		n := nodes.Count * nodes.Local
+		for i, sh := range []struct{ hidden, rows uint64 }{{1, 1}, {5, 3}, {64, 7}, {200, 2}, {3, 33}, {0, 0}} {
+			kind, typ := kinds[i%len(kinds)], types[(i+n)%len(types)]
+			inPlace := i%2 == 1
+			hidden, rows := sh.hidden, sh.rows
+			if hidden == 0 { // no rows
+				hidden = 8
+			}
+			size := uint64(typ.Size())
+			bytes := hidden * rows * size
+			grid := func(b []byte) {
+				for k := range uint64(len(b)) / size {
+					numeric.SetFloat64(typ, b, int(k), float64(rng.IntN(33)-16)/8)
+				}
+			}
+			w := make([]byte, hidden*size)
+			grid(w)
+			inputs, residuals := make([][]byte, n), make([][]byte, n)
+			for r := range n {
+				inputs[r], residuals[r] = make([]byte, bytes), make([]byte, bytes)
+				grid(inputs[r])
+				grid(residuals[r])
+			}
+			reduced := make([]byte, bytes)
+			numeric.Reduce(reduced, inputs, typ, spec.Op{Kind: spec.Sum}, n, 0)
+			type memory struct{ recv, residual, quant, scales []byte }
+			want, got := make([]memory, n), make([]memory, n)
+			for r := range n {
+				want[r] = memory{slices.Clone(reduced), slices.Clone(residuals[r]), make([]byte, bytes/size), make([]byte, 4*max(rows, 1))}
+				got[r] = memory{make([]byte, bytes), slices.Clone(residuals[r]), make([]byte, bytes/size), make([]byte, 4*max(rows, 1))}
+				for _, m := range []memory{want[r], got[r]} {
+					le.PutUint32(m.scales, math.Float32bits(0.5)) // the tensor's scale, read
+				}
+				m := want[r]
+				var res, q, sc []byte
+				if kind&spec.EpilogueResidualAdd != 0 {
+					res = m.residual
+				}
+				if kind&spec.EpilogueQuantFP8 != 0 {
+					q, sc = m.quant, m.scales
+				}
+				numeric.EpilogueRows{Type: typ, Kind: kind, Hidden: int(hidden), Eps: 1e-5}.Run(m.recv, res, w, q, sc)
+			}
+			f := snactest.NewFabric()
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for r := range n {
+				e := spec.Epilogue{Kind: kind, Hidden: hidden, Eps: 1e-5, Weight: weight}
+				if kind&spec.EpilogueResidualAdd != 0 {
+					e.Residual = residual
+				}
+				if kind&spec.EpilogueQuantFP8 != 0 {
+					e.Quant, e.Scales = quant, scales
+				}
+				call := &spec.Call{Coll: spec.AllReduce, Count: hidden * rows, Type: typ, Op: spec.Op{Kind: spec.Sum}, Rank: r, NRanks: n, Epilogue: e}
+				prog, err := snac.Hierarchy(call, nodes)
+				require.NoError(t, err)
+				rk := &hierRank{prog: prog}
+				rk.bufs[snac.BufSend], rk.bufs[snac.BufRecv] = inputs[r], got[r].recv
+				if inPlace {
+					copy(got[r].recv, inputs[r])
+					rk.bufs[snac.BufSend] = got[r].recv
+				}
+				rk.bufs[snac.BufScratch] = make([]byte, prog.Scratch)
+				party := &snactest.Party{Rank: r, Nodes: nodes,
+					Memory: func(sp snac.Span, _ uintptr, k uint64) []byte { return rk.span(sp)[:k] },
+					Epilogue: func(e *spec.Epilogue, _ uint64) (res, wt, q, sc []byte) {
+						m := got[r]
+						pick := func(p uintptr, b []byte) []byte {
+							if p == 0 {
+								return nil
+							}
+							return b
+						}
+						return pick(e.Residual, m.residual), pick(e.Weight, w), pick(e.Quant, m.quant), pick(e.Scales, m.scales)
+					}}
+				wg.Go(func() { errs[r] = runParty(f, party, rk) })
+			}
+			wg.Wait()
+			name := fmt.Sprintf("%dx%d %s %s hidden=%d rows=%d inplace=%v", nodes.Count, nodes.Local, typ, kind, hidden, rows, inPlace)
+			for r := range n {
+				require.NoError(t, errs[r], "rank %d, %s", r, name)
+				require.Equal(t, want[r], got[r], "rank %d, %s", r, name)
+			}
+		}
 	}
 }

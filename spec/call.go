@@ -34,7 +34,7 @@ type Call struct {
 	Type       DataType
 	Op         Op
 	Rows       uint64   // column-block layouts (Layout.Columns): the matrix's rows
-	Epilogue   Epilogue // AllReduce: what it does to each row of its result (none by default)
+	Epilogue   Epilogue // AllReduce, AllGatherV: what it does to each row of its result (none by default)
 	Root       int      // rooted collectives
 	Peer       int      // SendRecv
 	IsSend     bool
@@ -96,7 +96,7 @@ func (c *Call) Validate() error {
 	if err := c.validateOverlap(in, out); err != nil {
 		return err
 	}
-	return c.validateEpilogue(out)
+	return c.validateEpilogue(in, out)
 }
 
 // validateOpType rejects an op NCCL does not run on the type across the

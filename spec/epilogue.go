@@ -33,19 +33,22 @@ const (
 // output.
 const FP8Max = 448
 
-// Epilogue is an AllReduce's epilogue (Call.Epilogue). The zero value is
-// none. Its arithmetic is the unfused sequence's: the reduced value, the
+// Epilogue is an AllReduce's epilogue (Call.Epilogue), or an
+// AllGatherV's that gathers the rows of a reduced tensor (as the last
+// phase of an AllReduce across nodes). The zero value is none. Its arithmetic is the unfused sequence's: the reduced value, the
 // residual sum and the output are each rounded to the call's type where the
 // unfused kernels store them, and each row's mean square is accumulated in
 // float32.
 type Epilogue struct {
 	Kind EpilogueKind
-	// Hidden is the row length in elements; the output is Count/Hidden rows.
+	// Hidden is the row length in elements; the output (Count elements of
+	// an AllReduce) is rows of Hidden.
 	Hidden uint64
-	// Residual: Count elements of the call's type, read and written
-	// (EpilogueResidualAdd). Weight: Hidden elements of the call's type
-	// (EpilogueRMSNorm). Quant: Count float8 e4m3 bytes, written; Scales:
-	// float32, one read or one per row written (EpilogueQuantFP8).
+	// Residual: as many elements of the call's type as the output, read
+	// and written (EpilogueResidualAdd). Weight: Hidden elements of the
+	// call's type (EpilogueRMSNorm). Quant: a float8 e4m3 byte per output
+	// element, written; Scales: float32, one read or one per row written
+	// (EpilogueQuantFP8).
 	Residual, Weight, Quant, Scales uintptr
 	// Eps is RMSNorm's epsilon (finite, >= 0).
 	Eps float32
@@ -57,6 +60,22 @@ func (e *Epilogue) Rows(count uint64) uint64 {
 		return 0
 	}
 	return count / e.Hidden
+}
+
+// From is the epilogue of an output of t from element first on (where a
+// row starts): its buffers advanced to that row.
+func (e Epilogue) From(first uint64, t DataType) Epilogue {
+	advance := func(p *uintptr, bytes uint64) {
+		if *p != 0 {
+			*p += uintptr(bytes)
+		}
+	}
+	advance(&e.Residual, first*uint64(t.Size()))
+	advance(&e.Quant, first)
+	if e.Kind&EpilogueRowScale != 0 {
+		advance(&e.Scales, 4*e.Rows(first))
+	}
+	return e
 }
 
 func (k EpilogueKind) String() string {
@@ -86,10 +105,13 @@ func (k EpilogueKind) Valid() bool {
 		(k&EpilogueRowScale == 0 || k&EpilogueQuantFP8 != 0)
 }
 
-// validateEpilogue checks an epilogue against its call: only AllReduce has
-// one; its rows, types and buffers must be whole, and the buffers it writes
+// validateEpilogue checks an epilogue against its call, which reads in
+// bytes and writes out: only AllReduce and AllGatherV have one (an
+// AllGatherV's parts whole rows that tile its output, its input apart from
+// it, since its own part gets the epilogue and the others still read it);
+// its rows, types and buffers must be whole, and the buffers it writes
 // must overlap no other.
-func (c *Call) validateEpilogue(out uint64) error {
+func (c *Call) validateEpilogue(in, out uint64) error {
 	e := &c.Epilogue
 	if e.Kind == 0 {
 		if *e != (Epilogue{}) {
@@ -98,9 +120,11 @@ func (c *Call) validateEpilogue(out uint64) error {
 		return nil
 	}
 	k := e.Kind
+	size := uint64(c.Type.Size())
+	count := out / size // the output's elements
 	switch {
-	case c.Coll != AllReduce:
-		return invalid("%s: an epilogue follows only AllReduce", c.Coll)
+	case c.Coll != AllReduce && c.Coll != AllGatherV:
+		return invalid("%s: an epilogue follows only AllReduce and AllGatherV", c.Coll)
 	case k>>numEpilogueBits != 0:
 		return invalid("%s: unknown epilogue kind bits %s", c.Coll, k)
 	case k&(EpilogueResidualAdd|EpilogueRMSNorm) == 0:
@@ -113,15 +137,19 @@ func (c *Call) validateEpilogue(out uint64) error {
 		return invalid("%s: epilogue hidden size is 0", c.Coll)
 	case e.Hidden > math.MaxUint32:
 		return invalid("%s: epilogue hidden size %d is too large (at most %d)", c.Coll, e.Hidden, uint64(math.MaxUint32))
-	case c.Count%e.Hidden != 0:
-		return invalid("%s: count %d is not a whole number of rows of %d", c.Coll, c.Count, e.Hidden)
+	case count%e.Hidden != 0:
+		return invalid("%s: count %d is not a whole number of rows of %d", c.Coll, count, e.Hidden)
 	case math.IsNaN(float64(e.Eps)) || math.IsInf(float64(e.Eps), 0) || e.Eps < 0:
 		return invalid("%s: epilogue eps %v is not a finite value >= 0", c.Coll, e.Eps)
 	}
-	size := uint64(c.Type.Size())
+	if c.Coll == AllGatherV {
+		if err := c.gathersRows(count); err != nil {
+			return err
+		}
+	}
 	scales := uint64(4)
 	if k&EpilogueRowScale != 0 {
-		scales = 4 * e.Rows(c.Count)
+		scales = 4 * e.Rows(count)
 	}
 	// The buffers the call touches: the epilogue's must be given exactly
 	// when its kind uses them, whole and aligned; what it writes (recv,
@@ -134,11 +162,11 @@ func (c *Call) validateEpilogue(out uint64) error {
 		used, written bool
 	}
 	bufs := [...]buffer{
-		{"sendbuff", c.Send, out, size, true, false},
+		{"sendbuff", c.Send, in, size, true, false},
 		{"recvbuff", c.Recv, out, size, true, true},
 		{"residual", e.Residual, out, size, k&EpilogueResidualAdd != 0, true},
 		{"weight", e.Weight, e.Hidden * size, size, k&EpilogueRMSNorm != 0, false},
-		{"quant", e.Quant, c.Count, 1, k&EpilogueQuantFP8 != 0, true},
+		{"quant", e.Quant, count, 1, k&EpilogueQuantFP8 != 0, true},
 		{"scales", e.Scales, scales, 4, k&EpilogueQuantFP8 != 0, k&EpilogueRowScale != 0},
 	}
 	for _, b := range bufs[2:] {
@@ -162,6 +190,27 @@ func (c *Call) validateEpilogue(out uint64) error {
 				return invalid("%s: epilogue %s [%#x,+%d) overlaps %s [%#x,+%d)", c.Coll, a.name, a.p, a.bytes, b.name, b.p, b.bytes)
 			}
 		}
+	}
+	return nil
+}
+
+// gathersRows checks an AllGatherV with an epilogue over count elements of
+// output: every part whole rows, the parts covering the output, and the
+// input apart from it.
+func (c *Call) gathersRows(count uint64) error {
+	h := c.Epilogue.Hidden
+	var sum uint64
+	for r, n := range c.Counts {
+		if n%h != 0 || c.Displs[r]%h != 0 {
+			return invalid("%s: part %d (%d elements at %d) is not whole rows of %d for its epilogue", c.Coll, r, n, c.Displs[r], h)
+		}
+		sum += n
+	}
+	switch {
+	case sum != count:
+		return invalid("%s: its parts leave gaps in its output; an epilogue needs them to cover it", c.Coll)
+	case c.InPlace() && count > 0:
+		return invalid("%s: an epilogue needs the input apart from the output (not in place)", c.Coll)
 	}
 	return nil
 }

@@ -29,18 +29,25 @@ var epilogueKinds = []spec.EpilogueKind{
 	spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale,
 }
 
-// epilogueGPUCase is one AllReduce with an epilogue on every rank; shift
-// moves every buffer by that many elements off its allocation's alignment.
+// epilogueGPUCase is one AllReduce with an epilogue on every rank, or with
+// gather an AllGatherV of its rows (each rank a share of them, the last
+// phase of an AllReduce across nodes); shift moves every buffer by that
+// many elements off its allocation's alignment.
 type epilogueGPUCase struct {
 	typ          spec.DataType
 	kind         spec.EpilogueKind
 	hidden, rows uint64
 	inPlace      bool
 	shift        uint64
+	gather       bool
 }
 
 func (c epilogueGPUCase) String() string {
-	return fmt.Sprintf("%s %s hidden=%d rows=%d inplace=%v shift=%d", c.typ, c.kind, c.hidden, c.rows, c.inPlace, c.shift)
+	coll := spec.AllReduce
+	if c.gather {
+		coll = spec.AllGatherV
+	}
+	return fmt.Sprintf("%s %s %s hidden=%d rows=%d inplace=%v shift=%d", coll, c.typ, c.kind, c.hidden, c.rows, c.inPlace, c.shift)
 }
 
 // epilogueMem is one rank's device memory for the cases, reused by each.
@@ -52,9 +59,11 @@ type epilogueMem struct {
 // float16 and bfloat16, rows of 1 to 16384 elements (whole 16-byte vectors
 // and not, and buffers off their alignment), 1 to 300 rows and a few
 // multi-MiB calls (gpuTopology's staged, chunked and ring regimes), in place
-// and apart, on every GPU up to 2 (one rank a GPU). Each rank's output,
-// residual, quantized output and scales are checked against numeric's:
-// numeric.EpilogueRows on numeric.Reduce of every rank's input. Inputs lie
+// and apart, and AllGatherV of rows with an epilogue (each rank a share of
+// the rows, as across nodes), on every GPU up to 2 (one rank a GPU). Each
+// rank's output, residual, quantized output and scales are checked against
+// numeric's: numeric.EpilogueRows on numeric.Reduce of every rank's input
+// (gathered: the reduced tensor, shared out). Inputs lie
 // on a grid (multiples of 1/8 in [-2, 2]), so the reduction and the
 // residual sum are exact; the GPU sums a row's squares in another order than
 // numeric (threads apart, then combined), so where RMSNorm's sum of squares
@@ -85,6 +94,15 @@ func TestGPUAllReduceEpilogue(t *testing.T) {
 			epilogueGPUCase{typ: spec.Float16, kind: kind, hidden: 1000, rows: 2100, inPlace: k%2 == 1, shift: 1},
 			epilogueGPUCase{typ: spec.Float32, kind: kind, hidden: 16384, rows: 96, inPlace: k%2 == 1})
 	}
+	for _, hidden := range []uint64{3, 1024, 4096} { // AllGatherV, never in place
+		for _, rows := range []uint64{1, 5, 300} {
+			for _, kind := range epilogueKinds {
+				cases = append(cases, epilogueGPUCase{typ: types[i%3], kind: kind, hidden: hidden, rows: rows, shift: uint64(i/7%2) * uint64(i%3), gather: true})
+				i++
+			}
+		}
+	}
+	cases = append(cases, epilogueGPUCase{typ: spec.Bfloat16, kind: epilogueKinds[3], hidden: 4096, rows: 1024, gather: true})
 	most := uint64(0)
 	for _, c := range cases {
 		most = max(most, (c.hidden*c.rows+c.shift)*uint64(c.typ.Size()))
@@ -138,6 +156,15 @@ func runEpilogueGPU(t *testing.T, ranks []*gpuRank, mems []epilogueMem, c epilog
 
 	want := make([]byte, bytes)
 	numeric.Reduce(want, inputs, c.typ, spec.Op{Kind: spec.Sum}, n, 0)
+	var counts, displs []uint64 // gather: rank r's share of the rows
+	if c.gather {
+		counts, displs = make([]uint64, n), make([]uint64, n)
+		for r := range n {
+			lo, hi := c.rows*uint64(r)/uint64(n), c.rows*uint64(r+1)/uint64(n)
+			counts[r], displs[r] = (hi-lo)*c.hidden, lo*c.hidden
+			inputs[r] = append([]byte(nil), want[displs[r]*size:(displs[r]+counts[r])*size]...)
+		}
+	}
 	wantResidual := append([]byte(nil), residual...)
 	wantQuant, wantScales := pattern(int(count), 0x5a), append([]byte(nil), scales...)
 	var wr, ww, wq, ws []byte
@@ -177,6 +204,9 @@ func runEpilogueGPU(t *testing.T, ranks []*gpuRank, mems []epilogueMem, c epilog
 		}
 		sc := &spec.Call{Coll: spec.AllReduce, Type: c.typ, Op: spec.Op{Kind: spec.Sum}, Count: count,
 			Send: uintptr(send), Recv: uintptr(recv), Rank: r, NRanks: n, Epilogue: e}
+		if c.gather {
+			sc.Coll, sc.Count, sc.Counts, sc.Displs = spec.AllGatherV, 0, counts, displs
+		}
 		require.NoError(t, sc.Validate(), "%s", c)
 		require.Equal(t, c.inPlace, sc.InPlace(), "%s", c)
 		plan, err := snac.Build(sc, g.topo)

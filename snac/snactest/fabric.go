@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"purlin/errs"
+	"purlin/numeric"
 	"purlin/snac"
 	"purlin/spec"
 	"purlin/spec/spectest"
@@ -19,7 +20,8 @@ import (
 
 // Fabric is a reference transport between goroutine ranks: a collective's
 // ranks meet and the last to arrive writes every member's output with
-// Expected (rounded to the type, as an Atom writes it); a send is copied
+// Expected (rounded to the type, as an Atom writes it), to which each
+// member then applies its call's epilogue (RunPhases); a send is copied
 // into a mailbox its receive takes it from. It stands for the network
 // between nodes in tests of multi-node Programs.
 type Fabric struct {
@@ -144,7 +146,11 @@ type Party struct {
 	// Memory returns the n bytes a Phase's Send or Recv addresses; from is
 	// the Span and the Call's address, whichever the caller resolved.
 	Memory func(sp snac.Span, addr uintptr, n uint64) []byte
-	seq    map[string]int
+	// Epilogue returns the buffers of a Phase's epilogue (spec.Epilogue's
+	// Residual, Weight, Quant and Scales, nil where 0), for an output of
+	// rows rows; only Programs of calls with an epilogue need it.
+	Epilogue func(e *spec.Epilogue, rows uint64) (residual, weight, quant, scales []byte)
+	seq      map[string]int
 }
 
 // group names rank's group at level: the node's first rank, or the rail's index.
@@ -197,8 +203,13 @@ func RunPhases(f *Fabric, party *Party, phases []snac.Phase, timeout time.Durati
 		key := Key(g, party.seq[g])
 		party.seq[g]++
 		in, out := c.Extents()
-		if err := f.Meet(key, &c, party.Memory(ph.Send, c.Send, in), party.Memory(ph.Recv, c.Recv, out), timeout); err != nil {
+		output := party.Memory(ph.Recv, c.Recv, out)
+		if err := f.Meet(key, &c, party.Memory(ph.Send, c.Send, in), output, timeout); err != nil {
 			return err
+		}
+		if e := &c.Epilogue; e.Kind != 0 { // each rank's own, on its own output
+			residual, weight, quant, scales := party.Epilogue(e, out/uint64(c.Type.Size())/e.Hidden)
+			numeric.EpilogueRows{Type: c.Type, Kind: e.Kind, Hidden: int(e.Hidden), Eps: e.Eps}.Run(output, residual, weight, quant, scales)
 		}
 	}
 	return nil
