@@ -77,7 +77,8 @@ func addr(b []byte) uintptr {
 // in place and apart, against the flat reference.
 func TestCommAcrossNodes(t *testing.T) {
 	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.AllGather, spec.AllToAll,
-		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.AllToAllMatrix}
+		spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.AllToAllMatrix,
+		spec.AllGatherColumns, spec.ReduceScatterColumns}
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16, spec.Int8}
 	rng := rand.New(rand.NewPCG(15, 2026))
 	for _, shape := range [][2]int{{2, 2}, {2, 3}, {3, 1}, {4, 2}} {
@@ -111,6 +112,15 @@ func acrossCase(rng *rand.Rand, types []spec.DataType, shape [2]int, coll spec.C
 		if coll.Vectored() && !coll.PairCounts() && !coll.Matrix() {
 			calls[r].Counts, calls[r].Displs = spectest.Uneven(count, n)
 		}
+		if coll.Columns() { // 4 rows in a matrix 5 wider than the blocks, or a row per element
+			calls[r].Rows = count
+			if count%4 == 0 {
+				calls[r].Rows, calls[r].Width = 4, uint64(n)*count/4+5
+			}
+		}
+	}
+	if coll.Columns() {
+		inPlace = false // no in-place form
 	}
 	if coll.PairCounts() || coll.Matrix() {
 		spectest.Pairs(calls, count)
@@ -232,10 +242,10 @@ func TestCommAcrossNodesRefuses(t *testing.T) {
 	const n = 4
 	comms := startNodes(t, n, nodesConfig(2))
 	buf := hostBytes(t, 64)
-	c := spec.Call{Coll: spec.AllGatherColumns, Count: 4, Rows: 2, Type: spec.Float32, Send: addr(buf), Recv: addr(buf[16:])}
+	c := spec.Call{Coll: spec.AllReduce, Count: 4, Type: spec.Int32, Op: spec.Op{Kind: spec.Avg}, Send: addr(buf), Recv: addr(buf[16:])}
 	err := comms[0].Collective(&c, 0)
 	require.ErrorIs(t, err, errs.ErrInvalidUsage)
-	require.ErrorContains(t, err, "across nodes")
+	require.ErrorContains(t, err, "Avg of int32 (an integer mean cannot be taken in two steps)")
 	// Windows are refused too, on every rank (the registration is collective).
 	werr := make([]error, n)
 	var wg sync.WaitGroup

@@ -31,7 +31,7 @@ type shapeKey struct {
 	coll                spec.Collective
 	typ                 spec.DataType
 	op                  spec.Op
-	count, rows         uint64
+	count, rows, width  uint64
 	root, peer, rank, n int
 	isSend, inPlace     bool
 	vectors             uint64
@@ -116,7 +116,7 @@ func (c *Cache) pushLocked(e *cacheEntry) {
 }
 
 func keyOf(call *spec.Call, topo Topology) shapeKey {
-	k := shapeKey{topo: topo, coll: call.Coll, typ: call.Type, op: call.Op, count: call.Count, rows: call.Rows,
+	k := shapeKey{topo: topo, coll: call.Coll, typ: call.Type, op: call.Op, count: call.Count, rows: call.Rows, width: call.Width,
 		root: call.Root, peer: call.Peer, rank: call.Rank, n: call.NRanks, isSend: call.IsSend, inPlace: call.InPlace(),
 		epilogue: call.Epilogue.Kind, hidden: call.Epilogue.Hidden, eps: call.Epilogue.Eps}
 	f := fnvOffset

@@ -57,7 +57,7 @@ func callCheck(c *spec.Call, t Topology) uint64 {
 		f = f.mix(c.Counts...)
 	}
 	if c.Coll.Columns() {
-		f = f.mix(c.Rows)
+		f = f.mix(c.Rows, c.Width)
 	}
 	if e := &c.Epilogue; e.Kind != 0 { // its rows split the transfers
 		f = f.mix(uint64(e.Kind), e.Hidden)

@@ -98,6 +98,10 @@ type Program struct {
 //   - the V forms of AllGather and ReduceScatter: per node, a grouped V
 //     collective for each other node's ranks, the rail's V collective of
 //     every node's rank of this local index;
+//   - the column-block collectives: a rail AllGather of each rank's block
+//     into scratch, then per source node a node-local AllGatherColumns
+//     into that node's columns of the output (a matrix row wider than the
+//     node's blocks: Call.Width); a ReduceScatterColumns the other way;
 //   - the all-to-alls sized per pair (AllToAllV, whose counts each rank
 //     alone knows, and AllToAllMatrix): a node-local AllToAllV of the pairs
 //     within the node, then one network group of the sends and receives of
@@ -108,8 +112,8 @@ type Program struct {
 // its pieces in whole rows, reduces them into scratch and gathers them
 // from there with the epilogue (an AllGatherV's, spec.Epilogue): each rank
 // applies it to every row of its own output as it arrives, as on one node.
-// What it cannot serve (the column-block layouts, another collective's
-// epilogue, Avg of integers) is refused with an error naming it.
+// What it cannot serve (another collective's epilogue, Avg of integers) is
+// refused with an error naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
 		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
@@ -119,8 +123,6 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	}
 	d := call.Coll.Definition()
 	switch {
-	case call.Coll.Columns():
-		return nil, unsupported(call, "its %s -> %s layouts", d.In, d.Out)
 	case call.Epilogue.Kind != 0 && call.Coll != spec.AllReduce:
 		return nil, unsupported(call, "an epilogue")
 	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
@@ -131,7 +133,9 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 		h.grain = call.Epilogue.Hidden
 	}
 	pairs := call.Coll.PairCounts() || call.Coll.Matrix() // sizes per pair of ranks
-	local := pairs || call.Epilogue.Kind != 0             // the network has no all-to-all sized per pair, nor epilogues
+	// The network has no all-to-all sized per pair, no epilogue and no
+	// column blocks: a node's phase serves them even of one rank.
+	local := pairs || call.Epilogue.Kind != 0 || call.Coll.Columns()
 	switch in, out := d.In, d.Out; {
 	case nodes.Count == 1 || nodes.Local == 1 && !local:
 		return whole(call, nodes), nil
@@ -141,6 +145,10 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 		h.sendRecv()
 	case call.Epilogue.Kind != 0:
 		h.allReduceRows()
+	case out.Columns:
+		h.allGatherColumns()
+	case in.Columns:
+		h.reduceScatterColumns()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && out.Shape == spec.Scattered:
 		h.allGatherV()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
@@ -356,6 +364,41 @@ func (h *hier) allGather() {
 	h.phase(LevelRail, spec.AllGather, c, h.at(BufSend, 0), h.at(BufScratch, 0))
 	cols := h.phase(LevelNode, spec.AllGatherColumns, k*c, h.at(BufScratch, 0), h.at(BufRecv, 0))
 	cols.Call.Rows = k
+	h.scratch(k * c * h.size)
+}
+
+// width is the elements of a row of the call's column-block matrix: every
+// rank's block.
+func (h *hier) width() uint64 {
+	if h.call.Width != 0 {
+		return h.call.Width
+	}
+	return uint64(h.call.NRanks) * (h.call.Count / h.call.Rows)
+}
+
+// allGatherColumns: rail l gathers the blocks of every node's rank l,
+// packed in node order (scratch); then, per source node m, the node lays
+// its ranks' copies of node m's blocks into node m's columns of the output.
+func (h *hier) allGatherColumns() {
+	c, k, w := h.call.Count, uint64(h.nodes.Count), h.call.Count/h.call.Rows
+	h.phase(LevelRail, spec.AllGather, c, h.at(BufSend, 0), h.at(BufScratch, 0))
+	for m := range k {
+		p := h.phase(LevelNode, spec.AllGatherColumns, c, h.at(BufScratch, m*c), h.at(BufRecv, m*uint64(h.nodes.Local)*w))
+		p.Call.Rows, p.Call.Width, p.Grouped = h.call.Rows, h.width(), m > 0
+	}
+	h.scratch(k * c * h.size)
+}
+
+// reduceScatterColumns: per destination node m, the node reduces node m's
+// columns of the input, local rank l taking rank (m, l)'s block, packed in
+// node order (scratch); rail l then reduces and scatters the blocks.
+func (h *hier) reduceScatterColumns() {
+	c, k, w := h.call.Count, uint64(h.nodes.Count), h.call.Count/h.call.Rows
+	for m := range k {
+		p := h.phase(LevelNode, spec.ReduceScatterColumns, c, h.at(BufSend, m*uint64(h.nodes.Local)*w), h.at(BufScratch, m*c))
+		p.Call.Rows, p.Call.Width, p.Grouped = h.call.Rows, h.width(), m > 0
+	}
+	h.phase(LevelRail, spec.ReduceScatter, c, h.at(BufScratch, 0), h.at(BufRecv, 0))
 	h.scratch(k * c * h.size)
 }
 

@@ -34,6 +34,7 @@ type Call struct {
 	Type       DataType
 	Op         Op
 	Rows       uint64   // column-block layouts (Layout.Columns): the matrix's rows
+	Width      uint64   // column-block layouts: a matrix row's elements, where it holds more than the ranks' blocks (0: NRanks blocks)
 	Epilogue   Epilogue // AllReduce, AllGatherV: what it does to each row of its result (none by default)
 	Root       int      // rooted collectives
 	Peer       int      // SendRecv
@@ -164,18 +165,21 @@ func (c *Call) validateVectors() error {
 	return nil
 }
 
-// validateRows accepts Rows only for a column-block layout, where it must
-// split every slice into whole rows.
+// validateRows accepts Rows and Width only for a column-block layout, where
+// Rows must split every slice into whole rows, and a row of Width hold
+// every rank's block.
 func (c *Call) validateRows() error {
 	switch {
-	case !c.Coll.Columns() && c.Rows != 0:
-		return invalid("%s: rows %d given, but no side is a column-block layout", c.Coll, c.Rows)
+	case !c.Coll.Columns() && (c.Rows != 0 || c.Width != 0):
+		return invalid("%s: rows %d and width %d given, but no side is a column-block layout", c.Coll, c.Rows, c.Width)
 	case !c.Coll.Columns():
 		return nil
 	case c.Rows == 0:
 		return invalid("%s: rows is 0: a column-block layout needs the matrix's rows", c.Coll)
 	case c.Count%c.Rows != 0:
 		return invalid("%s: count %d is not a whole number of rows (%d rows)", c.Coll, c.Count, c.Rows)
+	case c.Width != 0 && (c.Width > MaxBytes || c.Width < uint64(c.NRanks)*(c.Count/c.Rows)):
+		return invalid("%s: width %d cannot hold a row of %d ranks' blocks of %d elements", c.Coll, c.Width, c.NRanks, c.Count/c.Rows)
 	}
 	return nil
 }
@@ -297,6 +301,9 @@ func (c *Call) String() string {
 	rows := ""
 	if c.Rows > 0 {
 		rows = fmt.Sprintf(" rows=%d", c.Rows)
+	}
+	if c.Width > 0 {
+		rows += fmt.Sprintf(" width=%d", c.Width)
 	}
 	if c.Epilogue.Kind != 0 {
 		rows += fmt.Sprintf(" epilogue=%s hidden=%d", c.Epilogue.Kind, c.Epilogue.Hidden)

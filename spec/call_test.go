@@ -327,6 +327,16 @@ func TestColumnLayouts(t *testing.T) {
 	in, out = rs.Extents()
 	require.Equal(t, [2]uint64{24, 12}, [2]uint64{in, out})
 
+	// A matrix wider than the ranks' blocks (Width): 10 float32 a row, the
+	// 3 ranks' blocks its first 6 columns.
+	wide := ag
+	wide.Width = 10
+	require.NoError(t, wide.Validate())
+	require.Equal(t, spec.Stride{Row: 8, Pitch: 40}, wide.OutStride())
+	in, out = wide.Extents()
+	require.Equal(t, [2]uint64{32, 3*40 + 24}, [2]uint64{in, out}, "the last row ends after the blocks")
+	require.Contains(t, wide.String(), "width=10")
+
 	for _, tc := range []struct {
 		name string
 		edit func(c *spec.Call)
@@ -335,6 +345,8 @@ func TestColumnLayouts(t *testing.T) {
 		{"no rows", func(c *spec.Call) { c.Rows = 0 }, "rows is 0"},
 		{"rows not dividing", func(c *spec.Call) { c.Rows = 3 }, "not a whole number of rows"},
 		{"rows on a plain collective", func(c *spec.Call) { c.Coll = spec.AllGather }, "no side is a column-block layout"},
+		{"width on a plain collective", func(c *spec.Call) { c.Coll, c.Rows, c.Width = spec.AllGather, 0, 6 }, "width 6 given"},
+		{"width narrower than the blocks", func(c *spec.Call) { c.Width = 5 }, "width 5 cannot hold a row of 3 ranks' blocks of 2 elements"},
 		{"overlap", func(c *spec.Call) { c.Recv = c.Send + 8 }, "overlap"},
 	} {
 		c := ag

@@ -183,12 +183,16 @@ func (c *Call) InStride() Stride { return c.stride(c.Coll.Definition().In, c.Cou
 func (c *Call) OutStride() Stride { return c.stride(c.Coll.Definition().Out, c.Count) }
 
 // stride is a Columns layout's rows: every slice holds count elements, a
-// row's share of them is count/Rows, and a row holds NRanks shares.
+// row's share of them is count/Rows, and a row holds NRanks shares, or
+// Width elements where the call names it (the ranks' blocks its first).
 func (c *Call) stride(l Layout, count uint64) Stride {
 	if !l.Columns || c.Rows == 0 {
 		return Stride{}
 	}
 	row := count / c.Rows * uint64(c.Type.Size())
+	if c.Width != 0 {
+		return Stride{Row: row, Pitch: min(c.Width, MaxBytes) * uint64(c.Type.Size())}
+	}
 	return Stride{Row: row, Pitch: uint64(c.NRanks) * row}
 }
 

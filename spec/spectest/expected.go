@@ -103,18 +103,22 @@ func pieces(calls []*spec.Call, q int) []piece {
 			return piece{c.Displs[p*n+q] * s, uint64(p), at * s, c.Counts[p*n+q] * s, false}
 		})
 	case spec.AllGatherColumns, spec.ReduceScatterColumns:
-		// Row i of a Rows x n*w matrix holds rank p's w elements at
-		// column p*w; each rank's packed side is its Rows x w block.
+		// Row i of a Rows x width matrix (n*w elements unless the call
+		// names its Width) holds rank p's w elements at column p*w; each
+		// rank's packed side is its Rows x w block.
 		if c.Rows == 0 || l == 0 {
 			break
 		}
-		w := l / c.Rows
+		w, width := l/c.Rows, uint64(n)*(l/c.Rows)
+		if c.Width != 0 {
+			width = c.Width * s
+		}
 		for i := range c.Rows {
 			if c.Coll == spec.ReduceScatterColumns {
-				ps = append(ps, piece{i * w, 0, (i*uint64(n) + uint64(q)) * w, w, true})
+				ps = append(ps, piece{i * w, 0, i*width + uint64(q)*w, w, true})
 				continue
 			}
-			each(func(p int) piece { return piece{(i*uint64(n) + uint64(p)) * w, uint64(p), i * w, w, false} })
+			each(func(p int) piece { return piece{i*width + uint64(p)*w, uint64(p), i * w, w, false} })
 		}
 	}
 	return ps
