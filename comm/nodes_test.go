@@ -460,14 +460,7 @@ func runAcrossEpilogue(t *testing.T, comms []*comm.Comm, typ spec.DataType, kind
 	for r := range n {
 		w := &want[r]
 		numeric.Reduce(w.recv, inputs, typ, spec.Op{Kind: spec.Sum}, n, 0)
-		var res, q, sc []byte
-		if kind&spec.EpilogueResidualAdd != 0 {
-			res = w.residual
-		}
-		if kind&spec.EpilogueQuantFP8 != 0 {
-			q, sc = w.quant, w.scales
-		}
-		numeric.EpilogueRows{Type: typ, Kind: kind, Hidden: int(hidden), Eps: 1e-6}.Run(w.recv, res, weight, q, sc)
+		numeric.EpilogueRows{Type: typ, Kind: kind, Hidden: int(hidden), Eps: 1e-6}.Run(w.recv, w.residual, weight, w.quant, w.scales)
 	}
 	errList := make([]error, n)
 	var wg sync.WaitGroup

@@ -19,8 +19,9 @@ import (
 // squares accumulates in float32 in element order. A per-row scale is the
 // row's largest |y| / 448 (1 for a row of zeros), stored as float32.
 // out holds the reduced rows and receives the result; residual, weight,
-// quant and scales are the buffers the kind uses (nil otherwise), scales
-// one float32 for the tensor or one per row of out.
+// quant and scales are the call's buffers, each touched only where the kind
+// uses it (nil may stand for one it does not), scales one float32 for the
+// tensor or one per row of out.
 type EpilogueRows struct {
 	Type   spec.DataType
 	Kind   spec.EpilogueKind

@@ -185,11 +185,13 @@ func runEpilogue(t *testing.T, topo snac.Topology, c epilogueCase, seed uint64) 
 	}
 }
 
-// TestEpilogueRegimes runs AllReduce epilogues at 1, 2, 4 and 8 ranks over
-// sizes that reach every regime (packets, staged, chunked, ring) of the small
-// test topology, rows of lengths that are and are not whole 16-byte units,
-// in place and apart: every row of every rank gets its epilogue once, after
-// its last write, and none is sent on.
+// TestEpilogueRegimes runs AllReduce epilogues, and AllGatherV epilogues
+// (rows gathered whole, each rank's part a different number of them, some
+// none), at 1, 2, 3, 4 and 8 ranks over sizes that reach every regime
+// (packets, staged, chunked, ring) of the small test topology, rows of
+// lengths that are and are not whole 16-byte units, in place and apart
+// (an AllGatherV apart only): every row of every rank gets its epilogue
+// once, after its last write, and none is sent on.
 func TestEpilogueRegimes(t *testing.T) {
 	kinds := []spec.EpilogueKind{
 		spec.EpilogueResidualAdd,
@@ -202,48 +204,22 @@ func TestEpilogueRegimes(t *testing.T) {
 	types := []spec.DataType{spec.Bfloat16, spec.Float16, spec.Float32}
 	shapes := []struct{ hidden, rows uint64 }{{1, 1}, {3, 7}, {8, 1}, {64, 5}, {200, 3}, {1024, 2}, {96, 170}, {512, 97}, {2048, 12}}
 	seed := uint64(1)
-	for _, n := range []int{1, 2, 4, 8} {
-		topo := testTopo(n)
-		for _, sh := range shapes {
-			for i, kind := range kinds {
-				typ := types[(i+int(sh.rows))%len(types)]
-				for _, inPlace := range []bool{false, true} {
-					c := epilogueCase{n: n, typ: typ, kind: kind, hidden: sh.hidden, rows: sh.rows, inPlace: inPlace}
-					if uint64(max(1, 2*(n-1)))*sh.hidden*uint64(typ.Size()) > topo.StageHalf {
-						continue // a row per segment does not fit the small staging (TestEpilogueRowsTooLong)
-					}
-					seed++
-					runEpilogue(t, topo, c, seed)
-				}
-			}
-		}
-	}
-}
-
-// TestEpilogueGatherRegimes runs AllGatherV epilogues (rows gathered whole,
-// each rank's part a different number of them, some none) at 1, 2, 3 and 8
-// ranks over sizes that reach packets, staging and chunks: every rank's
-// every row gets its epilogue once, after it arrived, and no rank's input
-// or a peer's copy of it sees an epilogue.
-func TestEpilogueGatherRegimes(t *testing.T) {
-	kinds := []spec.EpilogueKind{
-		spec.EpilogueResidualAdd | spec.EpilogueRMSNorm,
-		spec.EpilogueResidualAdd | spec.EpilogueRMSNorm | spec.EpilogueQuantFP8 | spec.EpilogueRowScale,
-		spec.EpilogueRMSNorm | spec.EpilogueQuantFP8,
-	}
-	types := []spec.DataType{spec.Bfloat16, spec.Float16, spec.Float32}
-	shapes := []struct{ hidden, rows uint64 }{{1, 1}, {3, 7}, {64, 5}, {200, 3}, {96, 170}, {512, 97}}
-	seed := uint64(100)
-	for _, n := range []int{1, 2, 3, 8} {
+	for _, n := range []int{1, 2, 3, 4, 8} {
 		topo := testTopo(n)
 		for _, sh := range shapes {
 			for i, kind := range kinds {
 				typ := types[(i+int(sh.rows))%len(types)]
 				if uint64(max(1, 2*(n-1)))*sh.hidden*uint64(typ.Size()) > topo.StageHalf {
-					continue
+					continue // a row per segment does not fit the small staging (TestEpilogueRowsTooLong)
 				}
-				seed++
-				runEpilogue(t, topo, epilogueCase{n: n, typ: typ, kind: kind, hidden: sh.hidden, rows: sh.rows, gather: true}, seed)
+				for _, c := range []epilogueCase{
+					{n: n, typ: typ, kind: kind, hidden: sh.hidden, rows: sh.rows},
+					{n: n, typ: typ, kind: kind, hidden: sh.hidden, rows: sh.rows, inPlace: true},
+					{n: n, typ: typ, kind: kind, hidden: sh.hidden, rows: sh.rows, gather: true},
+				} {
+					seed++
+					runEpilogue(t, topo, c, seed)
+				}
 			}
 		}
 	}

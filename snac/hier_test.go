@@ -237,14 +237,7 @@ func TestHierarchyEpilogue(t *testing.T) {
 					le.PutUint32(m.scales, math.Float32bits(0.5)) // the tensor's scale, read
 				}
 				m := want[r]
-				var res, q, sc []byte
-				if kind&spec.EpilogueResidualAdd != 0 {
-					res = m.residual
-				}
-				if kind&spec.EpilogueQuantFP8 != 0 {
-					q, sc = m.quant, m.scales
-				}
-				numeric.EpilogueRows{Type: typ, Kind: kind, Hidden: int(hidden), Eps: 1e-5}.Run(m.recv, res, w, q, sc)
+				numeric.EpilogueRows{Type: typ, Kind: kind, Hidden: int(hidden), Eps: 1e-5}.Run(m.recv, m.residual, w, m.quant, m.scales)
 			}
 			f := snactest.NewFabric()
 			errs := make([]error, n)
