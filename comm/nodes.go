@@ -290,18 +290,14 @@ func (s *spanning) issue(ph []snac.Phase, at func(snac.Span) uintptr, stream uin
 	return nil
 }
 
-// chunks is how many chunks runPipelined cuts call into (1: none): an
-// AllReduce, Broadcast or Reduce (contiguous in and out, so a chunk of
-// elements is a call of its own) of at least two chunks. Every rank
-// decides alike: the call's shape and settings equal on every rank.
+// chunks is how many chunks runPipelined cuts call into (1: none): a call
+// whose parts are contiguous runs of Count elements (snac.Chunkable:
+// AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) of at least two
+// chunks. Every rank decides alike: the call's shape and settings equal on
+// every rank.
 func (s *spanning) chunks(call *spec.Call) int {
 	bytes := call.Count * uint64(call.Type.Size())
-	switch call.Coll {
-	case spec.AllReduce, spec.Broadcast, spec.Reduce:
-	default:
-		return 1
-	}
-	if s.chunk == 0 || bytes/2 < s.chunk {
+	if !snac.Chunkable(call) || s.chunk == 0 || bytes/2 < s.chunk {
 		return 1
 	}
 	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, call.Count/chunkAlign(call)))
@@ -317,8 +313,8 @@ const maxNetChunks = 1024
 
 func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
 
-// runPipelined issues call as k calls of consecutive elements, their
-// Programs interleaved so that the network carries chunk i (on the side
+// runPipelined issues call as k chunks of consecutive elements of its parts
+// (snac.HierarchyChunk), their Programs interleaved so that the network carries chunk i (on the side
 // stream) while the node runs chunk i+1's phases before the network and
 // chunk i-1's after it (on the caller's stream): chunk i's head (its
 // phases before the network), then the network phases, which wait for
@@ -339,12 +335,11 @@ func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
 		}
 		s.side = side
 	}
-	subs := make([]spec.Call, k)
 	progs := make([]*snac.Program, k)
 	var most uint64
 	for i := range k {
-		subs[i] = chunkOf(call, k, i)
-		p, err := snac.Hierarchy(&subs[i], s.nodes)
+		lo, n := chunkOf(call, k, i)
+		p, err := snac.HierarchyChunk(call, s.nodes, lo, n)
 		if err != nil {
 			return err
 		}
@@ -355,7 +350,7 @@ func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
 		return err
 	}
 	at := func(i int) func(snac.Span) uintptr {
-		return spans(&subs[i], scratchAt+uintptr(uint64(i%2)*most))
+		return spans(call, scratchAt+uintptr(uint64(i%2)*most))
 	}
 	// head, net and tail cut a chunk's Program at its network phases.
 	cut := func(ph []snac.Phase) (head, net, tail []snac.Phase) {
@@ -403,27 +398,17 @@ func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
 	return keep()
 }
 
-// chunkOf is chunk i of k of call: its share of the elements, as a call of
-// its own on the same buffers (and its epilogue's) from that element on.
-func chunkOf(call *spec.Call, k, i int) spec.Call {
-	sub := *call
+// chunkOf is chunk i of k of call: elements [lo, lo+n) of each part, whole
+// grains (chunkAlign) but for the last chunk's end.
+func chunkOf(call *spec.Call, k, i int) (lo, n uint64) {
 	a := chunkAlign(call)
 	units := call.Count / a // k <= units (chunks): no chunk is empty
-	lo := units * uint64(i) / uint64(k) * a
+	lo = units * uint64(i) / uint64(k) * a
 	hi := units * uint64(i+1) / uint64(k) * a
 	if i == k-1 {
 		hi = call.Count
 	}
-	sub.Count = hi - lo
-	off := uintptr(lo * uint64(call.Type.Size()))
-	if sub.Send != 0 {
-		sub.Send += off
-	}
-	if sub.Recv != 0 {
-		sub.Recv += off
-	}
-	sub.Epilogue = call.Epilogue.From(lo, call.Type)
-	return sub
+	return lo, hi - lo
 }
 
 // enqueue runs f in stream order on the node's host Atom.

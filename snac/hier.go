@@ -115,23 +115,11 @@ type Program struct {
 // What it cannot serve (another collective's epilogue, Avg of integers) is
 // refused with an error naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
-	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
-		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
-	}
-	if nodes.Local > MaxRanks {
-		return nil, errs.New(errs.ErrInvalidUsage, "%s: %d ranks on one node; Purlin serves at most %d", call.Coll, nodes.Local, MaxRanks)
+	h, err := newHier(call, nodes)
+	if err != nil {
+		return nil, err
 	}
 	d := call.Coll.Definition()
-	switch {
-	case call.Epilogue.Kind != 0 && call.Coll != spec.AllReduce:
-		return nil, unsupported(call, "an epilogue")
-	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
-		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
-	}
-	h := hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
-	if call.Epilogue.Kind != 0 {
-		h.grain = call.Epilogue.Hidden
-	}
 	pairs := call.Coll.PairCounts() || call.Coll.Matrix() // sizes per pair of ranks
 	// The network has no all-to-all sized per pair, no epilogue and no
 	// column blocks: a node's phase serves them even of one rank.
@@ -177,6 +165,118 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 
 // whole is the Program of a call that one level serves alone: one rank a
 // node (the network carries it as it is) or one node (its Plans do).
+func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
+	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
+		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
+	}
+	if nodes.Local > MaxRanks {
+		return nil, errs.New(errs.ErrInvalidUsage, "%s: %d ranks on one node; Purlin serves at most %d", call.Coll, nodes.Local, MaxRanks)
+	}
+	switch {
+	case call.Epilogue.Kind != 0 && call.Coll != spec.AllReduce:
+		return nil, unsupported(call, "an epilogue")
+	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
+		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
+	}
+	h := &hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
+	if call.Epilogue.Kind != 0 {
+		h.grain = call.Epilogue.Hidden
+	}
+	return h, nil
+}
+
+// Chunkable reports whether a call across nodes can run as chunks of
+// consecutive elements of its parts (HierarchyChunk): parts of Count
+// elements on every rank, contiguous in both buffers, unrooted where they
+// are scattered (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter).
+func Chunkable(c *spec.Call) bool {
+	d := c.Coll.Definition()
+	in, out := d.In, d.Out
+	plain := func(l spec.Layout) bool { return !l.V && !l.Columns && !l.Matrix && l.Shape != spec.Transposed }
+	switch {
+	case !plain(in) || !plain(out) || c.Coll == spec.SendRecv:
+		return false
+	case in.Shape == spec.Packed && out.Shape == spec.Packed:
+		return true
+	}
+	return !in.Rooted && !out.Rooted && (in.Shape == spec.Packed) != (out.Shape == spec.Packed)
+}
+
+// HierarchyChunk derives rank call.Rank's Program for elements [lo, lo+n)
+// of each of the call's parts, a chunk of a pipelined call (Chunkable; lo
+// and n whole grains, Grain). Its Spans address the whole call's buffers.
+// Where every part is the whole buffer (AllReduce, Broadcast, Reduce) the
+// chunk is the call of those elements, its epilogue's buffers advanced to
+// them. Where each rank has a block of a scattered side, the chunk is
+// those elements of every block: AllGather's rail gathers the chunk of
+// every node's rank of its index into scratch, and per source node the
+// node gathers its ranks' copies into their blocks (AllGatherV);
+// ReduceScatter the other way.
+func HierarchyChunk(call *spec.Call, nodes Nodes, lo, n uint64) (*Program, error) {
+	d := call.Coll.Definition()
+	if !Chunkable(call) || lo+n > call.Count {
+		return nil, errs.New(errs.ErrInternal, "snac.HierarchyChunk: %s of %d elements has no chunk [%d,+%d)", call.Coll, call.Count, lo, n)
+	}
+	if d.In.Shape == spec.Packed && d.Out.Shape == spec.Packed {
+		sub := *call
+		sub.Count, sub.Epilogue = n, call.Epilogue.From(lo, call.Type)
+		prog, err := Hierarchy(&sub, nodes)
+		if err != nil {
+			return nil, err
+		}
+		for i := range prog.Phases {
+			for _, sp := range []*Span{&prog.Phases[i].Send, &prog.Phases[i].Recv} {
+				if sp.Buf == BufSend || sp.Buf == BufRecv {
+					sp.Off += lo * uint64(call.Type.Size())
+				}
+			}
+		}
+		return prog, nil
+	}
+	h, err := newHier(call, nodes)
+	if err != nil {
+		return nil, err
+	}
+	if d.Out.Shape == spec.Scattered {
+		h.allGatherChunk(lo, n)
+	} else {
+		h.reduceScatterChunk(lo, n)
+	}
+	return &h.prog, nil
+}
+
+// blocks are, for the ranks of node m, n elements from lo of each one's
+// block of Count (counts and displacements, as a node's V collective
+// takes them).
+func (h *hier) blocks(m int, lo, n uint64) (counts, displs []uint64) {
+	l := h.nodes.Local
+	counts, displs = make([]uint64, l), make([]uint64, l)
+	for j := range l {
+		counts[j], displs[j] = n, uint64(m*l+j)*h.call.Count+lo
+	}
+	return counts, displs
+}
+
+func (h *hier) allGatherChunk(lo, n uint64) {
+	h.phase(LevelRail, spec.AllGather, n, h.at(BufSend, lo), h.at(BufScratch, 0))
+	for m := range h.nodes.Count {
+		p := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, uint64(m)*n), h.at(BufRecv, 0))
+		p.Call.Counts, p.Call.Displs = h.blocks(m, lo, n)
+		p.Grouped = m > 0
+	}
+	h.scratch(uint64(h.nodes.Count) * n * h.size)
+}
+
+func (h *hier) reduceScatterChunk(lo, n uint64) {
+	for m := range h.nodes.Count {
+		p := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, uint64(m)*n))
+		p.Call.Counts, p.Call.Displs = h.blocks(m, lo, n)
+		p.Grouped = m > 0
+	}
+	h.phase(LevelRail, spec.ReduceScatter, n, h.at(BufScratch, 0), h.at(BufRecv, lo))
+	h.scratch(uint64(h.nodes.Count) * n * h.size)
+}
+
 func whole(call *spec.Call, nodes Nodes) *Program {
 	p := Phase{Level: LevelRail, Call: *call, Send: Span{BufSend, 0}, Recv: Span{BufRecv, 0}}
 	switch {

@@ -24,17 +24,19 @@ type hierRank struct {
 	prog *snac.Program
 }
 
-func (r *hierRank) span(s snac.Span) []byte {
-	if s.Buf == snac.BufNone {
+// span is the n bytes at s (none where n is 0: a Phase may name a Span its
+// call does not use on this rank, a chunk's past an empty buffer).
+func (r *hierRank) span(s snac.Span, n uint64) []byte {
+	if s.Buf == snac.BufNone || n == 0 {
 		return nil
 	}
-	return r.bufs[s.Buf][s.Off:]
+	return r.bufs[s.Buf][s.Off : s.Off+n]
 }
 
 // runProgram runs rank r's Program on f, a group of Phases at a time.
 func runProgram(f *snactest.Fabric, nodes snac.Nodes, r int, rk *hierRank) error {
 	return runParty(f, &snactest.Party{Rank: r, Nodes: nodes, Memory: func(sp snac.Span, _ uintptr, n uint64) []byte {
-		return rk.span(sp)[:n]
+		return rk.span(sp, n)
 	}}, rk)
 }
 
@@ -123,18 +125,34 @@ func TestHierarchyMatchesFlatCollective(t *testing.T) {
 }
 
 func runHier(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand) {
+	runHierChunks(t, nodes, c, rng, 0)
+}
+
+// runHierChunks runs c's Programs on the reference fabric: with k > 0 as
+// k chunks of each part (snac.HierarchyChunk) in turn, each with scratch
+// of its own; else whole (snac.Hierarchy).
+func runHierChunks(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand, k int) {
 	n := nodes.Count * nodes.Local
 	calls := c.calls(n)
 	inputs := spectest.Inputs(rng, calls)
 	want := spectest.Expected(calls, inputs)
-	ranks := make([]*hierRank, n)
+	ranks := make([][]*hierRank, n)
 	for r, call := range calls {
 		in, out := call.Extents()
-		prog, err := snac.Hierarchy(call, nodes)
-		require.NoError(t, err)
-		rk := &hierRank{prog: prog}
+		var progs []*snac.Program
+		if k == 0 {
+			prog, err := snac.Hierarchy(call, nodes)
+			require.NoError(t, err)
+			progs = append(progs, prog)
+		}
+		for i := range uint64(k) {
+			lo, hi := call.Count*i/uint64(k), call.Count*(i+1)/uint64(k)
+			prog, err := snac.HierarchyChunk(call, nodes, lo, hi-lo)
+			require.NoError(t, err)
+			progs = append(progs, prog)
+		}
+		rk := &hierRank{}
 		rk.bufs[snac.BufRecv] = make([]byte, out)
-		rk.bufs[snac.BufScratch] = make([]byte, prog.Scratch)
 		rk.bufs[snac.BufSend] = inputs[r]
 		if c.inPlace && in > 0 && out > 0 { // the input at NCCL's in-place position of the output
 			if call.Coll.Definition().In.Shape == spec.Packed && call.Coll.Definition().Out.Shape != spec.Packed {
@@ -150,20 +168,29 @@ func runHier(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand) {
 				}
 			}
 		}
-		ranks[r] = rk
+		for _, prog := range progs { // each a copy of rk with its Program and scratch
+			chunk := *rk
+			chunk.prog, chunk.bufs[snac.BufScratch] = prog, make([]byte, prog.Scratch)
+			ranks[r] = append(ranks[r], &chunk)
+		}
 	}
 	f := snactest.NewFabric()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[r] = runProgram(f, nodes, r, ranks[r]) }()
+		wg.Go(func() {
+			for _, rk := range ranks[r] {
+				if errs[r] = runProgram(f, nodes, r, rk); errs[r] != nil {
+					return
+				}
+			}
+		})
 	}
 	wg.Wait()
 	for r := range n {
 		require.NoError(t, errs[r], "rank %d", r)
 		_, out := calls[r].Extents()
-		got := ranks[r].bufs[snac.BufRecv][:out]
+		got := ranks[r][0].bufs[snac.BufRecv][:out]
 		require.NoError(t, spectest.CompareLevels(calls, inputs, r, got, want[r]), "rank %d of %d nodes x %d", r, nodes.Count, nodes.Local)
 	}
 }
@@ -261,7 +288,7 @@ func TestHierarchyEpilogue(t *testing.T) {
 				}
 				rk.bufs[snac.BufScratch] = make([]byte, prog.Scratch)
 				party := &snactest.Party{Rank: r, Nodes: nodes,
-					Memory: func(sp snac.Span, _ uintptr, k uint64) []byte { return rk.span(sp)[:k] },
+					Memory: func(sp snac.Span, _ uintptr, k uint64) []byte { return rk.span(sp, k) },
 					Epilogue: func(e *spec.Epilogue, _ uint64) (res, wt, q, sc []byte) {
 						m := got[r]
 						pick := func(p uintptr, b []byte) []byte {
@@ -279,6 +306,34 @@ func TestHierarchyEpilogue(t *testing.T) {
 			for r := range n {
 				require.NoError(t, errs[r], "rank %d, %s", r, name)
 				require.Equal(t, want[r], got[r], "rank %d, %s", r, name)
+			}
+		}
+	}
+}
+
+// TestHierarchyChunksMatchFlatCollective runs every collective that runs in
+// chunks across nodes (snac.Chunkable) as 3 chunks of its parts, one
+// Program after another, against the flat collective, on 4 node shapes,
+// in place and apart; the others are not Chunkable.
+func TestHierarchyChunksMatchFlatCollective(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 3))
+	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16}
+	for coll := range spec.NumCollectives {
+		chunked := coll == spec.AllReduce || coll == spec.Broadcast || coll == spec.Reduce || coll == spec.AllGather || coll == spec.ReduceScatter
+		require.Equal(t, chunked, snac.Chunkable(&spec.Call{Coll: coll}), "%s", coll)
+		if !chunked {
+			continue
+		}
+		for _, nodes := range []snac.Nodes{{2, 1}, {2, 2}, {3, 2}, {2, 3}} {
+			for _, count := range []uint64{3, 17, 301} {
+				n := nodes.Count * nodes.Local
+				c := hierCase{coll: coll, count: count, typ: types[rng.IntN(len(types))], op: spec.OpKind(rng.IntN(int(spec.PreMulSum) + 1)),
+					root: rng.IntN(n), inPlace: rng.IntN(2) == 0}
+				if c.op == spec.Avg && !c.typ.IsFloat() {
+					c.op = spec.Sum
+				}
+				name := fmt.Sprintf("%dx%d/%s/%d/%s/%s/root%d/inplace=%v", nodes.Count, nodes.Local, coll, count, c.typ, spec.Op{Kind: c.op}, c.root, c.inPlace)
+				t.Run(name, func(t *testing.T) { runHierChunks(t, nodes, c, rng, 3) })
 			}
 		}
 	}
