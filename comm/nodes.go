@@ -313,12 +313,13 @@ const maxNetChunks = 1024
 
 func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
 
-// runPipelined issues call as k chunks of consecutive elements of its parts
-// (snac.HierarchyChunk), their Programs interleaved so that the network carries chunk i (on the side
-// stream) while the node runs chunk i+1's phases before the network and
-// chunk i-1's after it (on the caller's stream): chunk i's head (its
-// phases before the network), then the network phases, which wait for
-// the head, then chunk i-1's tail, which waits for its network phases.
+// runPipelined issues call as k chunks of consecutive elements of its
+// parts (snac.HierarchyChunk), their Programs interleaved so that the
+// network carries chunk i (on the side stream) while the node runs chunk
+// i+1's phases before the network and chunk i-1's after it (on the
+// caller's stream): chunk i's head (its phases before the network), then
+// the network phases, which wait for the head, then chunk i-1's tail,
+// which waits for its network phases.
 // Node phases keep one order on every rank of a node, network phases one
 // order on every rail. Two scratch regions take the chunks in turn: the
 // chunk two before's tail is done when a head starts, and its network

@@ -163,8 +163,8 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	return &h.prog, nil
 }
 
-// whole is the Program of a call that one level serves alone: one rank a
-// node (the network carries it as it is) or one node (its Plans do).
+// newHier checks call against nodes and what the Programs serve, and
+// starts rank call.Rank's Program.
 func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
 	if nodes.Local < 1 || nodes.Count < 1 || nodes.Count*nodes.Local != call.NRanks {
 		return nil, errs.New(errs.ErrInternal, "snac.Hierarchy: %d nodes of %d ranks for %d ranks", nodes.Count, nodes.Local, call.NRanks)
@@ -277,6 +277,8 @@ func (h *hier) reduceScatterChunk(lo, n uint64) {
 	h.scratch(uint64(h.nodes.Count) * n * h.size)
 }
 
+// whole is the Program of a call that one level serves alone: one rank a
+// node (the network carries it as it is) or one node (its Plans do).
 func whole(call *spec.Call, nodes Nodes) *Program {
 	p := Phase{Level: LevelRail, Call: *call, Send: Span{BufSend, 0}, Recv: Span{BufRecv, 0}}
 	switch {

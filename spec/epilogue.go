@@ -33,12 +33,12 @@ const (
 // output.
 const FP8Max = 448
 
-// Epilogue is an AllReduce's epilogue (Call.Epilogue), or an
-// AllGatherV's that gathers the rows of a reduced tensor (as the last
-// phase of an AllReduce across nodes). The zero value is none. Its arithmetic is the unfused sequence's: the reduced value, the
-// residual sum and the output are each rounded to the call's type where the
-// unfused kernels store them, and each row's mean square is accumulated in
-// float32.
+// Epilogue is an AllReduce's epilogue (Call.Epilogue), or an AllGatherV's
+// that gathers the rows of a reduced tensor (as the last phase of an
+// AllReduce across nodes). The zero value is none. Its arithmetic is the
+// unfused sequence's: the reduced value, the residual sum and the output
+// are each rounded to the call's type where the unfused kernels store
+// them, and each row's mean square is accumulated in float32.
 type Epilogue struct {
 	Kind EpilogueKind
 	// Hidden is the row length in elements; the output (Count elements of
