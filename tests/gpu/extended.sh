@@ -13,7 +13,8 @@
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
 #   nodes      PURLIN_NODES=2: the GPUs as 2 virtual nodes, calls between them on
 #              NCCL's network forced onto sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1),
-#              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count)
+#              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count),
+#              and Purlin's own collectives (V forms, column blocks, the fused epilogue) alone
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
 # racecheck.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
@@ -85,9 +86,10 @@ if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
         "$bin/perf-$lib" "$c" -g "$NGPUS" -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-$lib.txt" 2>&1 || { s=1; note "FAIL nodes $lib $c"; }
     done
   done
-  # Purlin alone: the V forms (NCCL has none), and AllReduce whole (PURLIN_NET_CHUNK=0) beside
-  # the pipelined run above.
-  for c in allgatherv reducescatterv; do
+  # Purlin alone: the V forms, the column-block and per-pair all-to-alls and the fused
+  # epilogue (NCCL has none of them), and AllReduce whole (PURLIN_NET_CHUNK=0) beside the
+  # pipelined run above.
+  for c in allgatherv reducescatterv alltoallv alltoallmatrix allgathercolumns reducescattercolumns allreduce_rmsnorm; do
     echo "## RUN nodes purlin $c" >>"$out/nodes-purlin-only.txt"
     PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
       "$bin/perf-purlin" "$c" -g "$NGPUS" -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin $c"; }
