@@ -83,9 +83,10 @@ type Settings struct {
 	// multi-node path on one machine). 0: one node per host.
 	Nodes int
 	// NetChunk is PURLIN_NET_CHUNK: a call across nodes of an AllReduce,
-	// Broadcast or Reduce of at least twice this many bytes runs in
-	// chunks of it, each chunk's network phase beside the node phases of
-	// the chunks around it (default 4 MiB; 0: in one piece).
+	// Broadcast, Reduce, AllGather or ReduceScatter whose parts are at
+	// least twice this many bytes runs in chunks of it, each chunk's
+	// network phase beside the node phases of the chunks around it
+	// (default 4 MiB; 0: in one piece).
 	NetChunk uint64
 	// BootstrapAddr is PURLIN_BOOTSTRAP_ADDR: the address (host or
 	// host:port) the rendezvous server of a new unique id listens on, which
