@@ -131,8 +131,6 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 		h.pairs()
 	case call.Coll == spec.SendRecv:
 		h.sendRecv()
-	case call.Epilogue.Kind != 0:
-		h.allReduceRows()
 	case out.Columns:
 		h.allGatherColumns()
 	case in.Columns:
@@ -366,32 +364,27 @@ func (h *hier) sendRecv() {
 	p.Call.Peer, p.Call.IsSend = c.Peer, c.IsSend
 }
 
-// allReduce: a rail whose pieces are empty (fewer elements than the node
-// has ranks) still meets, so that every rank of a node cuts a pipelined
-// Program (comm's runPipelined) at the same phase.
+// allReduce: piece l is reduced over the node into its place in the
+// output, over the rail in place, and gathered. With an epilogue the
+// pieces are whole rows (piece), reduced into scratch, whence the gather
+// applies the epilogue (not in place: the epilogue of a rank's own piece
+// must not reach what its peers gather). A rail whose pieces are empty
+// (fewer grains than the node has ranks) still meets, so that every rank
+// of a node cuts a pipelined Program (comm's runPipelined) at the same
+// phase.
 func (h *hier) allReduce() {
 	off, n := h.piece(h.local)
 	counts, displs := h.pieceLists()
-	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufRecv, off))
-	rs.Call.Counts, rs.Call.Displs = counts, displs
-	h.phase(LevelRail, spec.AllReduce, n, h.at(BufRecv, off), h.at(BufRecv, off))
-	ag := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufRecv, off), h.at(BufRecv, 0))
-	ag.Call.Counts, ag.Call.Displs = counts, displs
-}
-
-// allReduceRows is allReduce with an epilogue: pieces of whole rows,
-// reduced into scratch, whence the node gathers them into the output with
-// the epilogue (not in place: the epilogue of a rank's own piece must not
-// reach what its peers gather).
-func (h *hier) allReduceRows() {
-	_, n := h.piece(h.local)
-	counts, displs := h.pieceLists()
-	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, 0))
+	at := h.at(BufRecv, off)
+	if h.call.Epilogue.Kind != 0 {
+		at = h.at(BufScratch, 0)
+		h.scratch(counts[0] * h.size)
+	}
+	rs := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), at)
 	rs.Call.Counts, rs.Call.Displs = counts, displs // offsets in Send; each piece lands packed
-	h.phase(LevelRail, spec.AllReduce, n, h.at(BufScratch, 0), h.at(BufScratch, 0))
-	ag := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	h.phase(LevelRail, spec.AllReduce, n, at, at)
+	ag := h.phase(LevelNode, spec.AllGatherV, 0, at, h.at(BufRecv, 0))
 	ag.Call.Counts, ag.Call.Displs, ag.Call.Epilogue = counts, displs, h.call.Epilogue
-	h.scratch(counts[0] * h.size)
 }
 
 // reduceScatter: the input is Count x NRanks slices, node n's at row n of a
@@ -469,24 +462,16 @@ func (h *hier) allGather() {
 	h.scratch(k * c * h.size)
 }
 
-// width is the elements of a row of the call's column-block matrix: every
-// rank's block.
-func (h *hier) width() uint64 {
-	if h.call.Width != 0 {
-		return h.call.Width
-	}
-	return uint64(h.call.NRanks) * (h.call.Count / h.call.Rows)
-}
-
 // allGatherColumns: rail l gathers the blocks of every node's rank l,
 // packed in node order (scratch); then, per source node m, the node lays
-// its ranks' copies of node m's blocks into node m's columns of the output.
+// its ranks' copies of node m's blocks into node m's columns of the output
+// (the whole matrix's rows: its stride's).
 func (h *hier) allGatherColumns() {
-	c, k, w := h.call.Count, uint64(h.nodes.Count), h.call.Count/h.call.Rows
+	c, k, st := h.call.Count, uint64(h.nodes.Count), h.call.OutStride()
 	h.phase(LevelRail, spec.AllGather, c, h.at(BufSend, 0), h.at(BufScratch, 0))
 	for m := range k {
-		p := h.phase(LevelNode, spec.AllGatherColumns, c, h.at(BufScratch, m*c), h.at(BufRecv, m*uint64(h.nodes.Local)*w))
-		p.Call.Rows, p.Call.Width, p.Grouped = h.call.Rows, h.width(), m > 0
+		p := h.phase(LevelNode, spec.AllGatherColumns, c, h.at(BufScratch, m*c), Span{BufRecv, m * uint64(h.nodes.Local) * st.Row})
+		p.Call.Rows, p.Call.Width, p.Grouped = h.call.Rows, st.Pitch/h.size, m > 0
 	}
 	h.scratch(k * c * h.size)
 }
@@ -495,10 +480,10 @@ func (h *hier) allGatherColumns() {
 // columns of the input, local rank l taking rank (m, l)'s block, packed in
 // node order (scratch); rail l then reduces and scatters the blocks.
 func (h *hier) reduceScatterColumns() {
-	c, k, w := h.call.Count, uint64(h.nodes.Count), h.call.Count/h.call.Rows
+	c, k, st := h.call.Count, uint64(h.nodes.Count), h.call.InStride()
 	for m := range k {
-		p := h.phase(LevelNode, spec.ReduceScatterColumns, c, h.at(BufSend, m*uint64(h.nodes.Local)*w), h.at(BufScratch, m*c))
-		p.Call.Rows, p.Call.Width, p.Grouped = h.call.Rows, h.width(), m > 0
+		p := h.phase(LevelNode, spec.ReduceScatterColumns, c, Span{BufSend, m * uint64(h.nodes.Local) * st.Row}, h.at(BufScratch, m*c))
+		p.Call.Rows, p.Call.Width, p.Grouped = h.call.Rows, st.Pitch/h.size, m > 0
 	}
 	h.phase(LevelRail, spec.ReduceScatter, c, h.at(BufScratch, 0), h.at(BufRecv, 0))
 	h.scratch(k * c * h.size)

@@ -289,7 +289,7 @@ func TestHierarchyEpilogue(t *testing.T) {
 				rk.bufs[snac.BufScratch] = make([]byte, prog.Scratch)
 				party := &snactest.Party{Rank: r, Nodes: nodes,
 					Memory: func(sp snac.Span, _ uintptr, k uint64) []byte { return rk.span(sp, k) },
-					Epilogue: func(e *spec.Epilogue, _ uint64) (res, wt, q, sc []byte) {
+					Epilogue: func(e *spec.Epilogue) (res, wt, q, sc []byte) {
 						m := got[r]
 						pick := func(p uintptr, b []byte) []byte {
 							if p == 0 {

@@ -23,6 +23,8 @@ func (x *worker) epilogue(s *snac.Step) error {
 	size := uint64(e.Type.Size())
 	rowBytes := uint64(e.Hidden) * size
 	off, rows := s.Dst.Off, s.Bytes/rowBytes
+	// The step's rows of every buffer (spec.Epilogue.From).
+	at := spec.Epilogue{Kind: e.Kind, Hidden: uint64(e.Hidden), Residual: b.Residual, Quant: b.Quant, Scales: b.Scales}.From(off/size, e.Type)
 	need := func(p uintptr, name string) error {
 		if p == 0 {
 			return errs.New(errs.ErrInternal, "epilogue %s: the %s buffer is null", e.Kind, name)
@@ -34,7 +36,7 @@ func (x *worker) epilogue(s *snac.Step) error {
 		if err := need(b.Residual, "residual"); err != nil {
 			return err
 		}
-		residual = bytesAt(b.Residual+uintptr(off), s.Bytes)
+		residual = bytesAt(at.Residual, s.Bytes)
 	}
 	if e.Kind&spec.EpilogueRMSNorm != 0 {
 		if err := need(b.Weight, "weight"); err != nil {
@@ -46,10 +48,10 @@ func (x *worker) epilogue(s *snac.Step) error {
 		if err := cmp.Or(need(b.Quant, "quant"), need(b.Scales, "scales")); err != nil {
 			return err
 		}
-		quant = bytesAt(b.Quant+uintptr(off/size), s.Bytes/size)
-		scales = bytesAt(b.Scales, 4)
+		quant = bytesAt(at.Quant, s.Bytes/size)
+		scales = bytesAt(at.Scales, 4) // the tensor's; From leaves it where it is
 		if e.Kind&spec.EpilogueRowScale != 0 {
-			scales = bytesAt(b.Scales+uintptr(4*(off/rowBytes)), 4*rows)
+			scales = bytesAt(at.Scales, 4*rows)
 		}
 	}
 	if err := need(b.Recv, "output"); err != nil {

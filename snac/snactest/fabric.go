@@ -147,9 +147,9 @@ type Party struct {
 	// the Span and the Call's address, whichever the caller resolved.
 	Memory func(sp snac.Span, addr uintptr, n uint64) []byte
 	// Epilogue returns the buffers of a Phase's epilogue (spec.Epilogue's
-	// Residual, Weight, Quant and Scales, nil where 0), for an output of
-	// rows rows; only Programs of calls with an epilogue need it.
-	Epilogue func(e *spec.Epilogue, rows uint64) (residual, weight, quant, scales []byte)
+	// Residual, Weight, Quant and Scales, nil where 0); only Programs of
+	// calls with an epilogue need it.
+	Epilogue func(e *spec.Epilogue) (residual, weight, quant, scales []byte)
 	seq      map[string]int
 }
 
@@ -208,7 +208,7 @@ func RunPhases(f *Fabric, party *Party, phases []snac.Phase, timeout time.Durati
 			return err
 		}
 		if e := &c.Epilogue; e.Kind != 0 { // each rank's own, on its own output
-			residual, weight, quant, scales := party.Epilogue(e, out/uint64(c.Type.Size())/e.Hidden)
+			residual, weight, quant, scales := party.Epilogue(e)
 			numeric.EpilogueRows{Type: c.Type, Kind: e.Kind, Hidden: int(e.Hidden), Eps: e.Eps}.Run(output, residual, weight, quant, scales)
 		}
 	}
