@@ -57,6 +57,13 @@ constexpr int kEpilogueElements = 16;
  * eight). */
 constexpr int kEpilogueWholeVectors = 4;
 
+/** The vectors in flight in such a pass where a thread has fewer than
+ * kEpilogueWholeVectors of a row: two, since the loop of four would not
+ * run and its 2-3 vectors would be loaded one at a time (one row of 8192
+ * bfloat16 on a block, two vectors a thread: 6.3 us a fused call with
+ * four, 5.9 with two; `purlin-perf allreduce_rmsnorm`, one H200). */
+constexpr int kEpilogueFewVectors = 2;
+
 /** The partial results of the warps of a group wider than a warp, each
  * group at its own warps' places. */
 __shared__ float epilogueWarps[kThreads / 32];
@@ -227,14 +234,15 @@ constexpr int kEpilogueAddNorm = kEpilogueResidualAdd | kEpilogueRMSNorm;
  * kEpilogueAnyKind, or kind itself for rows that are whole vectors in
  * every buffer the kind uses (epilogueWhole): then nothing in a pass is
  * decided while it runs, and no code for other kinds or for single
- * elements lies between the instructions a row runs. */
-template <int DT, int KIND>
+ * elements lies between the instructions a row runs; VECTORS is then the
+ * vectors a thread has in flight. */
+template <int DT, int KIND, int VECTORS = kEpilogueWholeVectors>
 __device__ __forceinline__ void epilogueRows(uint32_t kind, uint32_t hidden, float eps, const Rows& r, uint32_t g) {
   using Nm = Num<DT>;
   using T = typename Nm::T;
   constexpr int K = 16 / sizeof(T);
   constexpr bool kWhole = KIND != kEpilogueAnyKind;
-  constexpr int E = kWhole ? kEpilogueWholeVectors * K : kEpilogueElements;
+  constexpr int E = kWhole ? VECTORS * K : kEpilogueElements;
   if (kWhole) kind = (uint32_t)KIND;
   const uint64_t rowBytes = (uint64_t)hidden * sizeof(T), rows = r.rows;
   const bool add = kind & kEpilogueResidualAdd, norm = kind & kEpilogueRMSNorm;
@@ -374,11 +382,12 @@ __device__ __forceinline__ bool epilogueWhole(const Rows& r, uint32_t hidden) {
 
 /** epilogueAddNorm is epilogueRows of kEpilogueAddNorm on whole rows, in a
  * function of its own: its code is this kind's alone, with no branch to
- * other kinds' or to single elements, and twice the 16-bit types' loads
- * in flight (kEpilogueWholeVectors). */
-template <int DT>
+ * other kinds' or to single elements, and VECTORS vectors in flight
+ * (kEpilogueWholeVectors, twice the 16-bit types' of epilogueAny, or
+ * kEpilogueFewVectors). */
+template <int DT, int VECTORS>
 __device__ __noinline__ void epilogueAddNorm(Rows r, uint32_t hidden, float eps, uint32_t g) {
-  epilogueRows<DT, kEpilogueAddNorm>(kEpilogueAddNorm, hidden, eps, r, g);
+  epilogueRows<DT, kEpilogueAddNorm, VECTORS>(kEpilogueAddNorm, hidden, eps, r, g);
 }
 
 /** epilogueAny is epilogueRows of the kind a step names, on rows aligned
@@ -399,7 +408,11 @@ __device__ __forceinline__ void epilogueType(const EpilogueBuffers& B, const Ste
   const float eps = __uint_as_float((uint32_t)s.check);
   const Rows r{B.recv[buf] + off, B.residual[buf] + off, B.weight[buf], B.quant[buf] + off / sizeof(T),
                B.scales[buf] + (kind & kEpilogueRowScale ? 4 * epilogueFirstRow(s) : 0), epilogueRowCount(s)};
-  if (kind == kEpilogueAddNorm && epilogueWhole<T>(r, hidden)) return epilogueAddNorm<DT>(r, hidden, eps, g);
+  if (kind == kEpilogueAddNorm && epilogueWhole<T>(r, hidden)) {
+    constexpr uint32_t K = 16 / sizeof(T);
+    if (hidden < kEpilogueWholeVectors * g * K) return epilogueAddNorm<DT, kEpilogueFewVectors>(r, hidden, eps, g);
+    return epilogueAddNorm<DT, kEpilogueWholeVectors>(r, hidden, eps, g);
+  }
   epilogueAny<DT>(r, kind, hidden, eps, g);
 }
 
