@@ -8,6 +8,7 @@
 #              -g $NGPUS, eager and CUDA-graph, odd and even sizes, -c 1
 #   mproc      the same, every dtype, $NGPUS processes (cuMem fds over SCM_RIGHTS)
 #   racecheck  compute-sanitizer racecheck on a small all-reduce
+#   memcheck-epilogue  compute-sanitizer memcheck on allreduce_rmsnorm, 16 KiB-16 MiB
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
@@ -16,7 +17,7 @@
 #              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count),
 #              and Purlin's own collectives (V forms, column blocks, the fused epilogue) alone
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
-# racecheck.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
+# racecheck.log, memcheck-epilogue.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
 # purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
@@ -62,6 +63,13 @@ verdict mproc-dtypes $? "($(wrong "$f"))"
 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
   "$bin/perf-purlin" allreduce -g "$NGPUS" -b 8 -e 256K -f 64 -n 1 -w 1 -c 1 >"$out/racecheck.log" 2>&1
 verdict racecheck $? "($(grep -m1 "ERROR SUMMARY\|RACECHECK SUMMARY" "$out/racecheck.log"))"
+
+# ---------- memcheck of the fused epilogue ----------
+# Rows of 8192 from one a block (two vectors a thread) to 16 a block (a
+# warp a row, the loop of four vectors), checked against the host.
+timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$bin/perf-purlin" allreduce_rmsnorm -g "$NGPUS" -d bfloat16 -H 8192 -b 16K -e 16M -f 4 -n 2 -w 1 -c 1 >"$out/memcheck-epilogue.log" 2>&1
+verdict memcheck-epilogue $? "($(grep -m1 "ERROR SUMMARY" "$out/memcheck-epilogue.log"))"
 
 # ---------- python package on GPUs ----------
 PURLIN_LIBRARY="$gpu/lib/libpurlin.so" PYTHONPATH="$root/python" timeout 150 \
