@@ -27,13 +27,19 @@
  *            call
  * and, before them, the epilogue's fixed cost (overhead): an empty kernel,
  * with a small and with Launch's parameters, against purlin_epilogue with
- * no step, with one row of 8 and 512 elements and with one of 4096.
+ * no step, with one row of 8 and 512 elements and with one of 4096. Last,
+ * what a taken branch costs by how far it goes:
+ *   jumps    one thread takes 8 forward branches in a row, each over 0 to
+ *            1024 instructions that never run, twice in one launch (the
+ *            second time over code it has just fetched), in three
+ *            launches: cycles a branch, against the same chain with
+ *            nothing to jump over
  * No peer and no other GPU; launches are plain, not programmatic dependent
  * ones as atom/cuda's, so what a kernel reads before its wait shows here.
  *
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Icsrc -o stepbench tests/gpu/stepbench.cu && ./stepbench [PLAN]
  *
- * PLAN (one copy, copies, packets, signals, overhead or epilogue) runs that Plan alone and no
+ * PLAN (one copy, copies, packets, signals, overhead, epilogue or jumps) runs that Plan alone and no
  * floor: one shape for a profiler to sample; `profile ROWS BLOCKS GROUP`
  * launches purlin_epilogue three times on that many rows, blocks and threads
  * a row, and nothing else.
@@ -305,6 +311,66 @@ void epilogueProfile(cudaStream_t s, Launch L, void* steps, void* workers, void*
   MUST(cudaStreamSynchronize(s));
 }
 
+constexpr int kHops = 8;
+
+/* jumpKernel: thread 0 takes kHops forward branches in a row, each over GAP
+ * dependent fused multiply-adds and a store that never run (every flag is
+ * 0, read before the clock starts, so the compiler cannot join the
+ * branches), twice over the same code; cycles[pass] gets each pass's time. */
+template <int GAP>
+__global__ void jumpKernel(const int* flags, float* sink, long long* cycles) {
+  if (threadIdx.x != 0) return;
+  int f[kHops];
+#pragma unroll
+  for (int h = 0; h < kHops; h++) f[h] = ((const volatile int*)flags)[h];
+  float acc = (float)f[0];
+#pragma unroll 1
+  for (int pass = 0; pass < 2; pass++) {
+    const long long t0 = clock64();
+#pragma unroll
+    for (int h = 0; h < kHops; h++) {
+      if (f[h] != 0) {
+        float x = acc;
+#pragma unroll
+        for (int i = 0; i < GAP; i++) x = __fmaf_rn(x, 1.0001f, (float)i);
+        sink[h] = x;
+      }
+      acc = __fadd_rn(acc, 1.0f);
+    }
+    cycles[pass] = clock64() - t0;
+  }
+  sink[kHops] = acc;
+}
+
+/* jumpBench prints jumpKernel's cycles a branch, by the instructions each
+ * jumps over, in three launches in a row of each. */
+void jumpBench(cudaStream_t s) {
+  int* flags;
+  float* sink;
+  long long* cycles;
+  MUST(cudaMalloc(&flags, kHops * sizeof(int)));
+  MUST(cudaMemset(flags, 0, kHops * sizeof(int)));
+  MUST(cudaMalloc(&sink, (kHops + 1) * sizeof(float)));
+  MUST(cudaMallocHost(&cycles, 2 * sizeof(long long)));
+  auto run = [&](int gap, void (*kernel)(const int*, float*, long long*)) {
+    printf("stepbench: jumps    %d branches over %4d instructions each, cycles a branch (first pass, second):", kHops, gap);
+    for (int k = 0; k < 3; k++) {
+      kernel<<<1, 32, 0, s>>>(flags, sink, cycles);
+      MUST(cudaStreamSynchronize(s));
+      printf(" launch %d %5.1f, %5.1f;", k + 1, cycles[0] / (double)kHops, cycles[1] / (double)kHops);
+    }
+    printf("\n");
+  };
+  run(0, jumpKernel<0>);
+  run(8, jumpKernel<8>);
+  run(64, jumpKernel<64>);
+  run(256, jumpKernel<256>);
+  run(1024, jumpKernel<1024>);
+  MUST(cudaFree(flags));
+  MUST(cudaFree(sink));
+  MUST(cudaFreeHost(cycles));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -402,6 +468,7 @@ int main(int argc, char** argv) {
   }
   if (!only || strcmp(only, "overhead") == 0) overheadBench(s, L, steps, workers, fill, status);
   if (!only || strcmp(only, "epilogue") == 0) epilogueBench(s, L, steps, workers, fill, status);
+  if (!only || strcmp(only, "jumps") == 0) jumpBench(s);
   if (only && strcmp(only, "profile") == 0 && argc == 5) {  // profile ROWS BLOCKS GROUP: 3 plain launches
     const uint32_t rows = atoi(argv[2]), blocks = atoi(argv[3]), g = atoi(argv[4]);
     epilogueProfile(s, L, steps, workers, fill, rows, blocks, g);
