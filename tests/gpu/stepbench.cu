@@ -342,8 +342,20 @@ __global__ void jumpKernel(const int* flags, float* sink, long long* cycles) {
   sink[kHops] = acc;
 }
 
-/* jumpBench prints jumpKernel's cycles a branch, by the instructions each
- * jumps over, in three launches in a row of each. */
+/* jumpRun prints jumpKernel<GAP>'s cycles a branch in three launches in a
+ * row; flags (kHops zeros), sink and the host-mapped cycles are its buffers. */
+template <int GAP>
+void jumpRun(cudaStream_t s, const int* flags, float* sink, long long* cycles) {
+  printf("stepbench: jumps    %d branches over %4d instructions each, cycles a branch (first pass, second):", kHops, GAP);
+  for (int k = 0; k < 3; k++) {
+    jumpKernel<GAP><<<1, 32, 0, s>>>(flags, sink, cycles);
+    MUST(cudaStreamSynchronize(s));
+    printf(" launch %d %5.1f, %5.1f;", k + 1, cycles[0] / (double)kHops, cycles[1] / (double)kHops);
+  }
+  printf("\n");
+}
+
+/* jumpBench runs jumpRun for branches over 0 to 1024 instructions. */
 void jumpBench(cudaStream_t s) {
   int* flags;
   float* sink;
@@ -352,20 +364,11 @@ void jumpBench(cudaStream_t s) {
   MUST(cudaMemset(flags, 0, kHops * sizeof(int)));
   MUST(cudaMalloc(&sink, (kHops + 1) * sizeof(float)));
   MUST(cudaMallocHost(&cycles, 2 * sizeof(long long)));
-  auto run = [&](int gap, void (*kernel)(const int*, float*, long long*)) {
-    printf("stepbench: jumps    %d branches over %4d instructions each, cycles a branch (first pass, second):", kHops, gap);
-    for (int k = 0; k < 3; k++) {
-      kernel<<<1, 32, 0, s>>>(flags, sink, cycles);
-      MUST(cudaStreamSynchronize(s));
-      printf(" launch %d %5.1f, %5.1f;", k + 1, cycles[0] / (double)kHops, cycles[1] / (double)kHops);
-    }
-    printf("\n");
-  };
-  run(0, jumpKernel<0>);
-  run(8, jumpKernel<8>);
-  run(64, jumpKernel<64>);
-  run(256, jumpKernel<256>);
-  run(1024, jumpKernel<1024>);
+  jumpRun<0>(s, flags, sink, cycles);
+  jumpRun<8>(s, flags, sink, cycles);
+  jumpRun<64>(s, flags, sink, cycles);
+  jumpRun<256>(s, flags, sink, cycles);
+  jumpRun<1024>(s, flags, sink, cycles);
   MUST(cudaFree(flags));
   MUST(cudaFree(sink));
   MUST(cudaFreeHost(cycles));
