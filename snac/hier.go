@@ -176,7 +176,7 @@ func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
 	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
 		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
 	}
-	h := &hier{call: call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
+	h := &hier{call: *call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
 	if call.Epilogue.Kind != 0 {
 		h.grain = call.Epilogue.Hidden
 	}
@@ -294,7 +294,7 @@ func unsupported(call *spec.Call, format string, args ...any) error {
 
 // hier builds one rank's Program.
 type hier struct {
-	call        *spec.Call
+	call        spec.Call // a copy: the caller's (on its stack in the C API) does not escape
 	nodes       Nodes
 	node, local int
 	size        uint64
@@ -354,7 +354,7 @@ func (h *hier) pieceLists() (counts, displs []uint64) {
 func (h *hier) at(buf Buffer, elems uint64) Span { return Span{buf, elems * h.size} }
 
 func (h *hier) sendRecv() {
-	c := h.call
+	c := &h.call
 	if h.nodes.Node(c.Peer) == h.node {
 		p := h.phase(LevelNode, spec.SendRecv, c.Count, h.at(BufSend, 0), h.at(BufRecv, 0))
 		p.Call.Peer, p.Call.IsSend = h.nodes.LocalRank(c.Peer), c.IsSend
@@ -510,7 +510,7 @@ func (h *hier) allToAll() {
 // of them in one group. No rank forwards another's slices: with AllToAllV
 // each rank knows only its own counts.
 func (h *hier) pairs() {
-	c, l := h.call, h.nodes.Local
+	c, l := &h.call, h.nodes.Local
 	lo := h.node * l
 	node := h.phase(LevelNode, spec.AllToAllV, 0, h.at(BufSend, 0), h.at(BufRecv, 0))
 	v := &node.Call
