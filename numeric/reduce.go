@@ -14,7 +14,7 @@ const block = 512
 // Reduce combines srcs element by element into dst, over len(dst)/t.Size()
 // elements, in the order of srcs. Every source must hold at least that many
 // elements; dst may alias a source exactly, not partially. Avg divides the
-// sum by nranks (integers: truncating division). Max and Min keep acc unless
+// sum by op.AvgDivisor(nranks) (integers: truncating division). Max and Min keep acc unless
 // x > acc (x < acc), so a NaN in source 0 stays and a NaN elsewhere is
 // skipped. With no sources, dst is left alone. An invalid t or op panics:
 // spec validates calls first.
@@ -30,6 +30,7 @@ func Reduce(dst []byte, srcs [][]byte, t spec.DataType, op spec.Op, nranks int, 
 	if len(srcs) == 0 {
 		return
 	}
+	nranks = op.AvgDivisor(nranks)
 	if op.Kind == spec.Avg && nranks < 1 {
 		panic("numeric: Avg over fewer than one rank")
 	}

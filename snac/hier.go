@@ -112,8 +112,8 @@ type Program struct {
 // its pieces in whole rows, reduces them into scratch and gathers them
 // from there with the epilogue (an AllGatherV's, spec.Epilogue): each rank
 // applies it to every row of its own output as it arrives, as on one node.
-// What it cannot serve (another collective's epilogue, Avg of integers) is
-// refused with an error naming it.
+// Avg of an integer type sums on the rails first (mean). What it cannot
+// serve (another collective's epilogue) is refused with an error naming it.
 func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	h, err := newHier(call, nodes)
 	if err != nil {
@@ -127,6 +127,8 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	switch in, out := d.In, d.Out; {
 	case nodes.Count == 1 || nodes.Local == 1 && !local:
 		return whole(call, nodes), nil
+	case integerMean(call):
+		h.mean()
 	case pairs:
 		h.pairs()
 	case call.Coll == spec.SendRecv:
@@ -173,8 +175,8 @@ func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
 	switch {
 	case call.Epilogue.Kind != 0 && call.Coll != spec.AllReduce:
 		return nil, unsupported(call, "an epilogue")
-	case call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat():
-		return nil, unsupported(call, "Avg of %s (an integer mean cannot be taken in two steps)", call.Type)
+	case integerMean(call) && call.Type.Size() == 1 && call.NRanks > 255>>b2u(call.Type.IsSigned()):
+		return nil, unsupported(call, "Avg of %s over %d ranks (more than the type holds)", call.Type, call.NRanks)
 	}
 	h := &hier{call: *call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
 	if call.Epilogue.Kind != 0 {
@@ -192,7 +194,7 @@ func Chunkable(c *spec.Call) bool {
 	in, out := d.In, d.Out
 	plain := func(l spec.Layout) bool { return !l.V && !l.Columns && !l.Matrix && l.Shape != spec.Transposed }
 	switch {
-	case !plain(in) || !plain(out) || c.Coll == spec.SendRecv:
+	case !plain(in) || !plain(out) || c.Coll == spec.SendRecv || integerMean(c):
 		return false
 	case in.Shape == spec.Packed && out.Shape == spec.Packed:
 		return true
@@ -362,6 +364,52 @@ func (h *hier) sendRecv() {
 	}
 	p := h.phase(LevelWorld, spec.SendRecv, c.Count, h.at(BufSend, 0), h.at(BufRecv, 0))
 	p.Call.Peer, p.Call.IsSend = c.Peer, c.IsSend
+}
+
+// integerMean reports whether call takes the mean of an integer type, whose
+// truncating division must follow the whole sum: the floats' mean in two
+// steps (the node's, then the rail's) would truncate each node's sum.
+func integerMean(call *spec.Call) bool {
+	return call.Coll.Reduces() && call.Op.Kind == spec.Avg && !call.Type.IsFloat()
+}
+
+// mean serves an integerMean: rail l sums the whole input of every node's
+// rank l into scratch (a Reduce to the root's node), then the node runs the
+// call itself, this node's part of it, on those sums, its Avg dividing by
+// the communicator's rank count (spec.Op.Divisor), as the flat collective
+// does. The input crosses the network whole on every rail, Local times the
+// bytes of the other Programs: the price of a rare call, paid for results
+// bit for bit those of the flat collective.
+func (h *hier) mean() {
+	c := &h.call
+	in, _ := c.Extents()
+	rn, rl := h.roots()
+	sum := h.phase(LevelRail, spec.AllReduce, in/h.size, h.at(BufSend, 0), h.at(BufScratch, 0))
+	sum.Call.Op = spec.Op{Kind: spec.Sum}
+	if c.Coll == spec.Reduce {
+		sum.Call.Coll, sum.Call.Root = spec.Reduce, rn
+	}
+	h.scratch(in)
+	var p *Phase
+	switch d := c.Coll.Definition(); {
+	case c.Coll == spec.Reduce && h.node != rn:
+		return
+	case d.In.Columns:
+		st := c.InStride()
+		p = h.phase(LevelNode, c.Coll, c.Count, Span{BufScratch, uint64(h.node*h.nodes.Local) * st.Row}, h.at(BufRecv, 0))
+		p.Call.Rows, p.Call.Width = c.Rows, st.Pitch/h.size
+	case c.Coll.Vectored():
+		p = h.phase(LevelNode, c.Coll, 0, h.at(BufScratch, 0), h.at(BufRecv, 0))
+		p.Call.Counts, p.Call.Displs = h.vector(h.node)
+	case d.In.Shape == spec.Scattered: // ReduceScatter: this node's slices
+		p = h.phase(LevelNode, c.Coll, c.Count, h.at(BufScratch, uint64(h.node*h.nodes.Local)*c.Count), h.at(BufRecv, 0))
+	default: // AllReduce, Reduce
+		p = h.phase(LevelNode, c.Coll, c.Count, h.at(BufScratch, 0), h.at(BufRecv, 0))
+		if c.Coll == spec.Reduce {
+			p.Call.Root = rl
+		}
+	}
+	p.Call.Op.Divisor = c.NRanks
 }
 
 // allReduce: piece l is reduced over the node into its place in the

@@ -114,13 +114,32 @@ func TestHierarchyMatchesFlatCollective(t *testing.T) {
 				if coll == spec.SendRecv || coll.PairCounts() || coll.Matrix() || coll.Columns() { // no in-place form
 					c.inPlace = false
 				}
-				if c.op == spec.Avg && !c.typ.IsFloat() {
-					c.op = spec.Sum
-				}
 				name := fmt.Sprintf("%dx%d/%s/%d/%s/%s/root%d/inplace=%v", nodes.Count, nodes.Local, coll, c.count, c.typ, spec.Op{Kind: c.op}, c.root, c.inPlace)
 				t.Run(name, func(t *testing.T) { runHier(t, nodes, c, rng) })
 			}
 		}
+	}
+}
+
+// TestHierarchyIntegerMean runs Avg of the integer types across nodes (the
+// rails' sums first, then the node's mean over every rank) on every
+// reducing collective, against the flat collective's truncated mean: inputs
+// of both signs, sums that wrap, in place and apart.
+func TestHierarchyIntegerMean(t *testing.T) {
+	colls := []spec.Collective{spec.AllReduce, spec.ReduceScatter, spec.Reduce, spec.ReduceScatterV, spec.ReduceScatterColumns}
+	types := []spec.DataType{spec.Int8, spec.Uint8, spec.Int32, spec.Uint32, spec.Int64, spec.Uint64}
+	rng := rand.New(rand.NewPCG(19, 4))
+	for _, nodes := range []snac.Nodes{{2, 2}, {3, 2}, {2, 3}, {4, 2}} {
+		n := nodes.Count * nodes.Local
+		for _, coll := range colls {
+			for _, typ := range types {
+				c := hierCase{coll: coll, count: []uint64{1, 17, 301}[rng.IntN(3)], typ: typ, op: spec.Avg, root: rng.IntN(n),
+					inPlace: !coll.Columns() && rng.IntN(2) == 0}
+				name := fmt.Sprintf("%dx%d/%s/%d/%s/root%d/inplace=%v", nodes.Count, nodes.Local, coll, c.count, typ, c.root, c.inPlace)
+				t.Run(name, func(t *testing.T) { runHier(t, nodes, c, rng) })
+			}
+		}
+		require.False(t, snac.Chunkable(&spec.Call{Coll: spec.AllReduce, Type: spec.Int32, Op: spec.Op{Kind: spec.Avg}}), "an integer mean runs whole")
 	}
 }
 
@@ -198,7 +217,6 @@ func runHierChunks(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand, k
 func TestHierarchyRefusesWhatItCannotServe(t *testing.T) {
 	nodes := snac.Nodes{Count: 2, Local: 2}
 	for _, c := range []spec.Call{
-		{Coll: spec.AllReduce, Count: 8, Type: spec.Int32, Op: spec.Op{Kind: spec.Avg}},
 		{Coll: spec.AllGatherV, Counts: []uint64{4, 4, 4, 4}, Displs: []uint64{0, 4, 8, 12}, Type: spec.Float32,
 			Epilogue: spec.Epilogue{Kind: spec.EpilogueResidualAdd, Hidden: 4}},
 	} {
@@ -206,6 +224,17 @@ func TestHierarchyRefusesWhatItCannotServe(t *testing.T) {
 		_, err := snac.Hierarchy(&c, nodes)
 		require.ErrorContains(t, err, "across nodes", "%s", c.Coll)
 	}
+	// A mean of 8-bit integers divides by the rank count in the type.
+	for _, c := range []spec.Call{
+		{Coll: spec.AllReduce, Count: 8, Type: spec.Int8, Op: spec.Op{Kind: spec.Avg}, NRanks: 128},
+		{Coll: spec.ReduceScatter, Count: 8, Type: spec.Uint8, Op: spec.Op{Kind: spec.Avg}, NRanks: 256},
+	} {
+		_, err := snac.Hierarchy(&c, snac.Nodes{Count: c.NRanks / 8, Local: 8})
+		require.ErrorContains(t, err, fmt.Sprintf("Avg of %s over %d ranks", c.Type, c.NRanks))
+	}
+	c := spec.Call{Coll: spec.AllReduce, Count: 8, Type: spec.Uint8, Op: spec.Op{Kind: spec.Avg}, NRanks: 248}
+	_, err := snac.Hierarchy(&c, snac.Nodes{Count: 31, Local: 8})
+	require.NoError(t, err)
 }
 
 // TestHierarchyEpilogue runs AllReduce epilogues across nodes on the

@@ -405,3 +405,24 @@ func TestMatrixLayout(t *testing.T) {
 	_, err = spec.FromLayouts(spec.ConsumeCopy, spec.Layout{Shape: spec.Scattered, Matrix: true}, spec.Layout{Shape: spec.Transposed})
 	require.ErrorContains(t, err, "a size matrix is a V layout's")
 }
+
+// An Avg's Divisor (a node's phase finishing a mean across nodes) is valid
+// on Avg alone, and replaces the rank count it divides by.
+func TestOpDivisor(t *testing.T) {
+	for _, tc := range []struct {
+		op    spec.Op
+		valid bool
+		by    int
+	}{
+		{spec.Op{Kind: spec.Avg}, true, 4},
+		{spec.Op{Kind: spec.Avg, Divisor: 12}, true, 12},
+		{spec.Op{Kind: spec.Sum, Divisor: 12}, false, 12},
+		{spec.Op{Kind: spec.Avg, Divisor: -1}, false, -1},
+	} {
+		require.Equal(t, tc.valid, tc.op.Valid(), "%+v", tc.op)
+		require.Equal(t, tc.by, tc.op.AvgDivisor(4), "%+v", tc.op)
+		c := good()
+		c.Coll, c.Op, c.Rank, c.NRanks = spec.AllReduce, tc.op, 0, 4
+		require.Equal(t, tc.valid, c.Validate() == nil, "%+v", tc.op)
+	}
+}

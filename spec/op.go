@@ -30,10 +30,24 @@ type Op struct {
 	// ScalarPtr, when not 0, is a device address where PreMulSum reads its
 	// factor while the collective runs (ncclScalarDevice).
 	ScalarPtr uintptr
+	// Divisor, when not 0, is what Avg divides its sum by in place of the
+	// call's rank count: a node's phase of a call across nodes that reduces
+	// sums the network already took finishes the mean of every rank.
+	Divisor int
 }
 
-// Valid reports whether op is a known kind.
-func (op Op) Valid() bool { return op.Kind >= 0 && op.Kind <= PreMulSum }
+// Valid reports whether op is a known kind, with a Divisor only for Avg.
+func (op Op) Valid() bool {
+	return op.Kind >= 0 && op.Kind <= PreMulSum && op.Divisor >= 0 && (op.Divisor == 0 || op.Kind == Avg)
+}
+
+// AvgDivisor is what Avg divides by on a call of nranks ranks.
+func (op Op) AvgDivisor(nranks int) int {
+	if op.Divisor != 0 {
+		return op.Divisor
+	}
+	return nranks
+}
 
 // DefinedFor reports whether NCCL runs a reduction with op on t across
 // nranks ranks: every kind on every type, except Avg and PreMulSum on the

@@ -149,7 +149,7 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	}
 	args := r.base
 	args.Steps, args.Workers, args.Fill = d.steps, d.workers, d.fill
-	args.DType, args.Op, args.NRanks = int32(plan.Type), int32(plan.Op.Kind), int32(plan.NRanks)
+	args.DType, args.Op, args.NRanks = int32(plan.Type), int32(plan.Op.Kind), int32(plan.Op.AvgDivisor(plan.NRanks))
 	args.Scalar, args.ScalarPtr = plan.Op.Scalar, uint64(plan.Op.ScalarPtr)
 	for i, b := range bufs {
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)

@@ -220,6 +220,9 @@ func (n *nccl) issue(p *snac.Phase, stream uintptr) error {
 	if p.Level == snac.LevelWorld {
 		comm = n.world
 	}
+	if c.Op.Divisor != 0 { // NCCL's Avg divides by its communicator's ranks
+		return errs.New(errs.ErrInternal, "ncclnet: %s with Avg over %d ranks on a network phase", c.Coll, c.Op.Divisor)
+	}
 	st := ptr(stream) // a CUDA stream handle
 	t, op := C.int(c.Type), C.int(c.Op.Kind)
 	count := C.size_t(c.Count)

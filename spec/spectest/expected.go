@@ -198,8 +198,9 @@ func reduceFloat(t spec.DataType, ops []spec.Op, inputs [][]byte, i int) (v, tol
 	case spec.Prod:
 		mag = math.Abs(v)
 	case spec.Avg:
-		v /= float64(n)
-		mag /= float64(n)
+		d := float64(op.AvgDivisor(n))
+		v /= d
+		mag /= d
 	}
 	return v, ulp(t, v) + 2*float64(n+1)*accEps*mag
 }
@@ -263,10 +264,11 @@ func reduceInt(t spec.DataType, ops []spec.Op, inputs [][]byte, i int) uint64 {
 		}
 	}
 	if op.Kind == spec.Avg {
+		d := op.AvgDivisor(n)
 		if t.IsSigned() {
-			acc /= int64(n)
+			acc /= int64(d)
 		} else {
-			acc = int64(uint64(acc) / uint64(n))
+			acc = int64(uint64(acc) / uint64(d))
 		}
 	}
 	return uint64(acc)
