@@ -292,7 +292,7 @@ func (s *spanning) issue(ph []snac.Phase, at func(snac.Span) uintptr, stream uin
 
 // chunks is how many chunks runPipelined cuts call into (1: none): a call
 // whose parts are contiguous runs of Count elements (snac.Chunkable:
-// AllReduce, Broadcast, Reduce, AllGather, ReduceScatter) of at least two
+// AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll) of at least two
 // chunks. Every rank decides alike: the call's shape and settings equal on
 // every rank.
 func (s *spanning) chunks(call *spec.Call) int {

@@ -360,8 +360,8 @@ func (l streamLog) Run(phases []snac.Phase, stream uintptr) error {
 	return l.Network.Run(phases, stream)
 }
 
-// TestCommAcrossNodesPipelined: an AllReduce, Broadcast, Reduce, AllGather
-// or ReduceScatter of at least two network chunks runs in chunks whose network phases go on a
+// TestCommAcrossNodesPipelined: an AllReduce, Broadcast, Reduce, AllGather,
+// ReduceScatter or AllToAll of at least two network chunks runs in chunks whose network phases go on a
 // stream beside the caller's (comm/nodes.go runPipelined), on every node
 // shape, type and op, in place and apart, against the flat reference; a
 // call below two chunks runs whole on the caller's stream.
@@ -379,7 +379,7 @@ func TestCommAcrossNodesPipelined(t *testing.T) {
 			return streamLog{net, &mu, streams}, err
 		}
 		comms := startNodes(t, n, cfg)
-		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllGather, spec.ReduceScatter} {
+		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll} {
 			for _, count := range []uint64{100, 1000, 5001} {
 				calls, inPlace, name := acrossCase(rng, types, shape, coll, count, true)
 				typ := calls[0].Type

@@ -188,18 +188,21 @@ func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
 // Chunkable reports whether a call across nodes can run as chunks of
 // consecutive elements of its parts (HierarchyChunk): parts of Count
 // elements on every rank, contiguous in both buffers, unrooted where they
-// are scattered (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter).
+// are scattered (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter,
+// AllToAll).
 func Chunkable(c *spec.Call) bool {
 	d := c.Coll.Definition()
 	in, out := d.In, d.Out
-	plain := func(l spec.Layout) bool { return !l.V && !l.Columns && !l.Matrix && l.Shape != spec.Transposed }
+	plain := func(l spec.Layout) bool { return !l.V && !l.Columns && !l.Matrix }
 	switch {
 	case !plain(in) || !plain(out) || c.Coll == spec.SendRecv || integerMean(c):
 		return false
 	case in.Shape == spec.Packed && out.Shape == spec.Packed:
 		return true
+	case out.Shape == spec.Transposed:
+		return in.Shape == spec.Scattered && !in.Rooted
 	}
-	return !in.Rooted && !out.Rooted && (in.Shape == spec.Packed) != (out.Shape == spec.Packed)
+	return in.Shape != spec.Transposed && !in.Rooted && !out.Rooted && (in.Shape == spec.Packed) != (out.Shape == spec.Packed)
 }
 
 // HierarchyChunk derives rank call.Rank's Program for elements [lo, lo+n)
@@ -237,9 +240,12 @@ func HierarchyChunk(call *spec.Call, nodes Nodes, lo, n uint64) (*Program, error
 	if err != nil {
 		return nil, err
 	}
-	if d.Out.Shape == spec.Scattered {
+	switch d.Out.Shape {
+	case spec.Scattered:
 		h.allGatherChunk(lo, n)
-	} else {
+	case spec.Transposed:
+		h.allToAllChunk(lo, n)
+	default:
 		h.reduceScatterChunk(lo, n)
 	}
 	return &h.prog, nil
@@ -275,6 +281,43 @@ func (h *hier) reduceScatterChunk(lo, n uint64) {
 	}
 	h.phase(LevelRail, spec.ReduceScatter, n, h.at(BufScratch, 0), h.at(BufRecv, lo))
 	h.scratch(uint64(h.nodes.Count) * n * h.size)
+}
+
+// allToAllChunk: elements [lo, lo+n) of every slice. Per destination node
+// m, in one group, the node exchanges those of row m: local rank l takes
+// from each rank j of its node the chunk of its slice for rank (m, l),
+// into scratch row m (L chunks of n). Then, in one network group, rank l
+// sends row m's chunks to rank (m, l), one send each, and receives from
+// rank (m, l) of every node the chunks of the slices for it from node m's
+// ranks, each in place in its slice of the output: the chunk of one slice
+// a message, so that no tail copy is needed. Its own node's row takes the
+// same way, a send to itself, so that no step of the node writes the
+// output (the input may be the output: in place).
+func (h *hier) allToAllChunk(lo, n uint64) {
+	c, k, l := h.call.Count, h.nodes.Count, h.nodes.Local
+	for m := range k {
+		p := h.phase(LevelNode, spec.AllToAllV, 0, h.at(BufSend, 0), h.at(BufScratch, uint64(m*l)*n))
+		v := &p.Call
+		v.SendCounts, v.SendDispls = make([]uint64, l), make([]uint64, l)
+		v.RecvCounts, v.RecvDispls = make([]uint64, l), make([]uint64, l)
+		for j := range l {
+			v.SendCounts[j], v.SendDispls[j] = n, uint64(m*l+j)*c+lo
+			v.RecvCounts[j], v.RecvDispls[j] = n, uint64(j)*n
+		}
+		p.Grouped = m > 0
+	}
+	grouped := false
+	for m := range k {
+		peer := m*l + h.local
+		for j := range l {
+			s := h.phase(LevelWorld, spec.SendRecv, n, h.at(BufScratch, uint64(m*l+j)*n), Span{})
+			s.Call.Peer, s.Call.IsSend, s.Grouped = peer, true, grouped
+			r := h.phase(LevelWorld, spec.SendRecv, n, Span{}, h.at(BufRecv, uint64(m*l+j)*c+lo))
+			r.Call.Peer, r.Grouped = peer, true
+			grouped = true
+		}
+	}
+	h.scratch(uint64(k*l) * n * h.size)
 }
 
 // whole is the Program of a call that one level serves alone: one rank a

@@ -348,7 +348,8 @@ func TestHierarchyChunksMatchFlatCollective(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 3))
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16}
 	for coll := range spec.NumCollectives {
-		chunked := coll == spec.AllReduce || coll == spec.Broadcast || coll == spec.Reduce || coll == spec.AllGather || coll == spec.ReduceScatter
+		chunked := coll == spec.AllReduce || coll == spec.Broadcast || coll == spec.Reduce || coll == spec.AllGather || coll == spec.ReduceScatter ||
+			coll == spec.AllToAll
 		require.Equal(t, chunked, snac.Chunkable(&spec.Call{Coll: coll}), "%s", coll)
 		if !chunked {
 			continue
