@@ -264,8 +264,19 @@ func spans(call *spec.Call, scratchAt uintptr) func(snac.Span) uintptr {
 
 // issue issues phases on stream, each group of them in turn: node-local
 // phases on the node's communicator (a group as one merged Plan), the
-// others on the network.
+// others on the network. A group marked Beside goes on the side stream,
+// which starts where stream stood before phases and which stream waits for
+// at their end: it runs beside the groups before it.
 func (s *spanning) issue(ph []snac.Phase, at func(snac.Span) uintptr, stream uintptr) error {
+	beside := slices.ContainsFunc(ph, func(p snac.Phase) bool { return p.Beside })
+	if beside {
+		if err := s.sideStream(); err != nil {
+			return err
+		}
+		if err := s.local.dp.Follow(s.side, stream); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < len(ph); {
 		j := i + 1
 		for j < len(ph) && ph[j].Grouped {
@@ -276,17 +287,41 @@ func (s *spanning) issue(ph []snac.Phase, at func(snac.Span) uintptr, stream uin
 			p.Call.Send, p.Call.Recv = at(p.Send), at(p.Recv)
 			batch[k] = p
 		}
+		on := stream
+		if ph[i].Beside {
+			on = s.side
+		}
 		var err error
 		if ph[i].Level == snac.LevelNode {
-			err = s.runLocal(batch, stream)
+			err = s.runLocal(batch, on)
 		} else {
-			err = s.net.Run(batch, stream)
+			err = s.net.Run(batch, on)
 		}
 		if err != nil {
 			return err
 		}
 		i = j
 	}
+	if beside {
+		return s.local.dp.Follow(stream, s.side)
+	}
+	return nil
+}
+
+// sideStream makes the rank's side stream on first use.
+func (s *spanning) sideStream() error {
+	if s.side != 0 {
+		return nil
+	}
+	sides, ok := s.local.dp.(sideStreams)
+	if !ok {
+		return errs.New(errs.ErrInternal, "a communicator across nodes: its Atom has no side stream")
+	}
+	side, err := sides.SideStream()
+	if err != nil {
+		return err
+	}
+	s.side = side
 	return nil
 }
 
@@ -325,16 +360,8 @@ func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
 // chunk two before's tail is done when a head starts, and its network
 // phases when the next network phases start.
 func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
-	sides, ok := s.local.dp.(sideStreams)
-	if !ok {
-		return errs.New(errs.ErrInternal, "a communicator across nodes: its Atom has no side stream")
-	}
-	if s.side == 0 {
-		side, err := sides.SideStream()
-		if err != nil {
-			return err
-		}
-		s.side = side
+	if err := s.sideStream(); err != nil {
+		return err
 	}
 	progs := make([]*snac.Program, k)
 	var most uint64

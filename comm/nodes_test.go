@@ -402,6 +402,37 @@ func TestCommAcrossNodesPipelined(t *testing.T) {
 	}
 }
 
+// TestCommAcrossNodesPairsBeside: the all-to-alls sized per pair send
+// their pairs across nodes on a stream beside the caller's, while the node
+// moves the pairs within it (snac.Phase.Beside), and still equal the flat
+// reference.
+func TestCommAcrossNodesPairsBeside(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 7))
+	var mu sync.Mutex
+	streams := map[uintptr]int{}
+	cfg := nodesConfig(2)
+	cfg.Network = func(job network.Job) (network.Network, error) {
+		net, err := nettest.Loopback(job)
+		return streamLog{net, &mu, streams}, err
+	}
+	comms := startNodes(t, 4, cfg)
+	for _, coll := range []spec.Collective{spec.AllToAllV, spec.AllToAllMatrix} {
+		for _, count := range []uint64{7, 3000} {
+			calls, inPlace, name := acrossCase(rng, []spec.DataType{spec.Float32, spec.Int8}, [2]int{2, 2}, coll, count, false)
+			t.Run(name, func(t *testing.T) {
+				mu.Lock()
+				clear(streams)
+				mu.Unlock()
+				runAcross(t, comms, calls, inPlace, rng)
+				mu.Lock()
+				defer mu.Unlock()
+				require.NotEmpty(t, streams)
+				require.NotContains(t, streams, uintptr(0), "pairs across nodes on the caller's stream")
+			})
+		}
+	}
+}
+
 func keys(m map[uintptr]int) []uintptr {
 	var k []uintptr
 	for s := range m {

@@ -58,10 +58,14 @@ type Span struct {
 // Phase is one call of a hierarchical Program: Call (without addresses) at
 // Level, reading Send and writing Recv. Phases run in order on the caller's
 // stream; a Phase with Grouped set is issued in one group with the Phase
-// before it (the same Level), as ncclGroupStart/End join calls.
+// before it (the same Level), as ncclGroupStart/End join calls. A group
+// whose first Phase has Beside set writes nothing the Phases before it read
+// or write, and reads nothing they write: it may run beside them, on a
+// stream of its own, the Program ending after both.
 type Phase struct {
 	Level      Level
 	Grouped    bool
+	Beside     bool
 	Call       spec.Call
 	Send, Recv Span
 }
@@ -598,8 +602,9 @@ func (h *hier) allToAll() {
 // output (spec.Call.InPart, OutPart): the pairs within this node are the
 // node's AllToAllV, this rank's lists of its node's ranks; each pair across
 // nodes with something to move is a send or a receive on the network, all
-// of them in one group. No rank forwards another's slices: with AllToAllV
-// each rank knows only its own counts.
+// of them in one group, beside the node's (Beside: they touch other parts
+// of the output). No rank forwards another's slices: with AllToAllV each
+// rank knows only its own counts.
 func (h *hier) pairs() {
 	c, l := &h.call, h.nodes.Local
 	lo := h.node * l
@@ -618,12 +623,12 @@ func (h *hier) pairs() {
 		}
 		if sends > 0 {
 			s := h.phase(LevelWorld, spec.SendRecv, sends/h.size, Span{BufSend, sendAt}, Span{})
-			s.Call.Peer, s.Call.IsSend, s.Grouped = q, true, grouped
+			s.Call.Peer, s.Call.IsSend, s.Grouped, s.Beside = q, true, grouped, !grouped
 			grouped = true
 		}
 		if recvs > 0 {
 			r := h.phase(LevelWorld, spec.SendRecv, recvs/h.size, Span{}, Span{BufRecv, recvAt})
-			r.Call.Peer, r.Grouped = q, grouped
+			r.Call.Peer, r.Grouped, r.Beside = q, grouped, !grouped
 			grouped = true
 		}
 	}
