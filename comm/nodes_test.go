@@ -345,19 +345,49 @@ func TestCommAcrossNodesDefaultNetwork(t *testing.T) {
 	requireInitFails(t, 2, cfg, "CUDA Atom")
 }
 
-// streamLog wraps the test network and records the streams its phases
-// were issued on.
+// streamLog records the streams the test network's phases were issued on.
 type streamLog struct {
-	network.Network
-	mu      *sync.Mutex
+	mu      sync.Mutex
 	streams map[uintptr]int
 }
 
-func (l streamLog) Run(phases []snac.Phase, stream uintptr) error {
+// loggedNetwork is the test network, its phases' streams recorded in a log.
+type loggedNetwork struct {
+	network.Network
+	log *streamLog
+}
+
+func (n loggedNetwork) Run(phases []snac.Phase, stream uintptr) error {
+	n.log.mu.Lock()
+	n.log.streams[stream]++
+	n.log.mu.Unlock()
+	return n.Network.Run(phases, stream)
+}
+
+// logNetwork makes cfg's network the test network, logged in the log it returns.
+func logNetwork(cfg *comm.Config) *streamLog {
+	l := &streamLog{streams: map[uintptr]int{}}
+	cfg.Network = func(job network.Job) (network.Network, error) {
+		net, err := nettest.Loopback(job)
+		return loggedNetwork{net, l}, err
+	}
+	return l
+}
+
+// run runs calls on comms (runAcross) and returns the streams their
+// network phases went on.
+func (l *streamLog) run(t *testing.T, comms []*comm.Comm, calls []*spec.Call, inPlace bool, rng *rand.Rand) []uintptr {
 	l.mu.Lock()
-	l.streams[stream]++
+	clear(l.streams)
 	l.mu.Unlock()
-	return l.Network.Run(phases, stream)
+	runAcross(t, comms, calls, inPlace, rng)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var k []uintptr
+	for s := range l.streams {
+		k = append(k, s)
+	}
+	return k
 }
 
 // TestCommAcrossNodesPipelined: an AllReduce, Broadcast, Reduce, AllGather,
@@ -370,31 +400,21 @@ func TestCommAcrossNodesPipelined(t *testing.T) {
 	rng := rand.New(rand.NewPCG(16, 2026))
 	for _, shape := range [][2]int{{2, 2}, {3, 1}, {4, 2}} {
 		n := shape[0] * shape[1]
-		var mu sync.Mutex
-		streams := map[uintptr]int{}
 		cfg := nodesConfig(shape[0])
 		cfg.NetChunk = 512
-		cfg.Network = func(job network.Job) (network.Network, error) {
-			net, err := nettest.Loopback(job)
-			return streamLog{net, &mu, streams}, err
-		}
+		log := logNetwork(&cfg)
 		comms := startNodes(t, n, cfg)
 		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll} {
 			for _, count := range []uint64{100, 1000, 5001} {
 				calls, inPlace, name := acrossCase(rng, types, shape, coll, count, true)
 				typ := calls[0].Type
 				t.Run(name, func(t *testing.T) {
-					mu.Lock()
-					clear(streams)
-					mu.Unlock()
-					runAcross(t, comms, calls, inPlace, rng)
-					mu.Lock()
-					defer mu.Unlock()
+					streams := log.run(t, comms, calls, inPlace, rng)
 					if count*uint64(typ.Size()) >= 2*cfg.NetChunk {
 						require.NotContains(t, streams, uintptr(0), "a pipelined call's network phases on the caller's stream")
 						require.NotEmpty(t, streams)
 					} else {
-						require.Subset(t, []uintptr{0}, keys(streams), "a whole call's network phases on the caller's stream")
+						require.Subset(t, []uintptr{0}, streams, "a whole call's network phases on the caller's stream")
 					}
 				})
 			}
@@ -408,37 +428,19 @@ func TestCommAcrossNodesPipelined(t *testing.T) {
 // reference.
 func TestCommAcrossNodesPairsBeside(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 7))
-	var mu sync.Mutex
-	streams := map[uintptr]int{}
 	cfg := nodesConfig(2)
-	cfg.Network = func(job network.Job) (network.Network, error) {
-		net, err := nettest.Loopback(job)
-		return streamLog{net, &mu, streams}, err
-	}
+	log := logNetwork(&cfg)
 	comms := startNodes(t, 4, cfg)
 	for _, coll := range []spec.Collective{spec.AllToAllV, spec.AllToAllMatrix} {
 		for _, count := range []uint64{7, 3000} {
 			calls, inPlace, name := acrossCase(rng, []spec.DataType{spec.Float32, spec.Int8}, [2]int{2, 2}, coll, count, false)
 			t.Run(name, func(t *testing.T) {
-				mu.Lock()
-				clear(streams)
-				mu.Unlock()
-				runAcross(t, comms, calls, inPlace, rng)
-				mu.Lock()
-				defer mu.Unlock()
+				streams := log.run(t, comms, calls, inPlace, rng)
 				require.NotEmpty(t, streams)
 				require.NotContains(t, streams, uintptr(0), "pairs across nodes on the caller's stream")
 			})
 		}
 	}
-}
-
-func keys(m map[uintptr]int) []uintptr {
-	var k []uintptr
-	for s := range m {
-		k = append(k, s)
-	}
-	return k
 }
 
 // TestCommAcrossNodesEpilogue runs AllReduce epilogues across virtual nodes
