@@ -257,27 +257,75 @@ func TestCommAcrossNodesIntegerMean(t *testing.T) {
 	}
 }
 
-// TestCommAcrossNodesRefuses: what the multi-node path cannot serve is an
-// error naming it, and the communicator stays usable.
-func TestCommAcrossNodesRefuses(t *testing.T) {
-	const n = 4
+// TestCommAcrossNodesWindows: a window registers on a communicator across
+// nodes, as NCCL's do on any communicator: WindowPeers gives the buffers of
+// the rank's own node (the node's communicator maps them) and 0 for those
+// of other nodes; a collective runs on the windows' buffers; a registration
+// every rank refuses (sizes that differ) leaves the communicator usable;
+// deregistration releases each rank's window.
+func TestCommAcrossNodesWindows(t *testing.T) {
+	const n, size = 4, 256
 	comms := startNodes(t, n, nodesConfig(2))
-	// Windows are refused, on every rank (the registration is collective).
-	werr := make([]error, n)
+	register := func(sizeOf func(r int) uint64) (bufs [][]byte, wins []uintptr, werr []error) {
+		bufs, wins, werr = make([][]byte, n), make([]uintptr, n), make([]error, n)
+		var wg sync.WaitGroup
+		for r := range n {
+			bufs[r] = hostBytes(t, size)
+			wg.Go(func() { wins[r], werr[r] = comms[r].WindowRegister(addr(bufs[r]), sizeOf(r), comm.WindowCollSymmetric) })
+		}
+		wg.Wait()
+		return bufs, wins, werr
+	}
+	_, _, werr := register(func(r int) uint64 { return size - uint64(r%2)*16 })
+	for r := range n {
+		require.ErrorContains(t, werr[r], "every rank must register the same size", "rank %d", r)
+	}
+	bufs, wins, werr := register(func(int) uint64 { return size })
+	for r := range n {
+		require.NoError(t, werr[r], "rank %d", r)
+		peers, err := comms[r].WindowPeers(wins[r])
+		require.NoError(t, err)
+		require.Len(t, peers, n)
+		for q := range n {
+			if q/2 == r/2 {
+				require.Equal(t, addr(bufs[q]), peers[q], "rank %d's view of rank %d, its node's", r, q)
+			} else {
+				require.Zero(t, peers[q], "rank %d's view of rank %d, on another node", r, q)
+			}
+		}
+	}
+	// An AllReduce in place on the windows' buffers: element i of rank r
+	// is r*1000 + i, exact in float32, so the sum is 6000 + 4i.
+	for r := range n {
+		for i := range size / 4 {
+			numeric.SetFloat64(spec.Float32, bufs[r], i, float64(r*1000+i))
+		}
+	}
+	errList := make([]error, n)
 	var wg sync.WaitGroup
 	for r := range n {
-		wg.Go(func() { _, werr[r] = comms[r].WindowRegister(addr(hostBytes(t, 64)), 64, 0) })
+		wg.Go(func() {
+			call := spec.Call{Coll: spec.AllReduce, Count: size / 4, Type: spec.Float32, Send: addr(bufs[r]), Recv: addr(bufs[r])}
+			if errList[r] = comms[r].Collective(&call, 0); errList[r] == nil {
+				errList[r] = comms[r].Synchronize()
+			}
+		})
 	}
 	wg.Wait()
 	for r := range n {
-		require.ErrorContains(t, werr[r], "across nodes", "rank %d", r)
+		require.NoError(t, errList[r], "rank %d", r)
+		for i := range size / 4 {
+			require.Equal(t, float64(6000+4*i), numeric.GetFloat64(spec.Float32, bufs[r], i), "rank %d element %d", r, i)
+		}
 	}
-	// Still usable: an AllReduce on every rank.
-	calls := make([]*spec.Call, n)
 	for r := range n {
-		calls[r] = &spec.Call{Coll: spec.AllReduce, Count: 9, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Rank: r, NRanks: n}
+		require.NoError(t, comms[r].WindowDeregister(wins[r]), "rank %d", r)
 	}
-	runAcross(t, comms, calls, false, rand.New(rand.NewPCG(1, 2)))
+	// One more, left registered: Destroy (the test's cleanup) releases it.
+	_, _, werr = register(func(int) uint64 { return size })
+	for r := range n {
+		require.NoError(t, werr[r], "rank %d", r)
+	}
 }
 
 // TestCommAcrossNodesNeedsEvenNodes: ranks that cannot form equal nodes fail init clearly.

@@ -251,14 +251,64 @@ var windowLE = binary.LittleEndian
 
 // mapWindow asks c's Atom to make every rank's window buffer addressable
 // on this rank (atom.WindowMapper, which an Atom implements or not). It is
-// collective over c's bootstrap; on failure every rank fails.
+// collective over c's bootstrap; on failure every rank fails. Across nodes
+// the buffers of this rank's node are mapped (nodeWindow).
 func mapWindow(c *Comm, buff uintptr, size uint64) (atom.Window, error) {
-	if _, across := c.dp.(*spanning); across {
-		return nil, errs.New(errs.ErrUnsupported, "CommWindowRegister: not served on a communicator across nodes yet (docs/multinode.md)")
+	if s, across := c.dp.(*spanning); across {
+		return mapNodeWindow(c, s, buff, size)
 	}
 	m, ok := c.dp.(atom.WindowMapper)
 	if !ok {
 		return nil, errs.New(errs.ErrUnsupported, "CommWindowRegister: the %s Atom has no windows", c.atomName)
 	}
 	return m.MapWindow(c.boot, buff, size)
+}
+
+// nodeWindow is a window of a communicator across nodes: the node's
+// communicator maps the buffers of this rank's node, and a buffer on
+// another node, which no load or store of this rank reaches, is 0 in Peers.
+// Collectives across nodes run as they would without it (NCCL accepts
+// windows on any communicator; its symmetric kernels serve one node).
+type nodeWindow struct {
+	atom.Window
+	first, nranks int // the node's first rank, the communicator's ranks
+}
+
+func (w nodeWindow) Peers() []uintptr {
+	all := make([]uintptr, w.nranks)
+	copy(all[w.first:], w.Window.Peers())
+	return all
+}
+
+// mapNodeWindow maps buff within this rank's node (collective over the
+// node's bootstrap), then agrees over every rank's: a node that failed
+// fails every rank, and the others close what they mapped.
+func mapNodeWindow(c *Comm, s *spanning, buff uintptr, size uint64) (atom.Window, error) {
+	l := s.local
+	m, ok := l.dp.(atom.WindowMapper)
+	if !ok {
+		return nil, errs.New(errs.ErrUnsupported, "CommWindowRegister: the %s Atom has no windows", l.atomName)
+	}
+	view, mine := m.MapWindow(l.boot, buff, size)
+	verdict := []byte{0}
+	if mine != nil {
+		verdict = append([]byte{1}, mine.Error()...)
+	}
+	all, err := c.boot.AllGather(verdict)
+	if err == nil {
+		for q, v := range all {
+			if len(v) == 0 || v[0] != 0 {
+				err = errs.New(errs.ErrRemote, "rank %d could not map its node's window buffers: %s", q, v[min(len(v), 1):])
+				break
+			}
+		}
+	}
+	switch {
+	case mine != nil:
+		return nil, mine
+	case err != nil:
+		view.Close()
+		return nil, err
+	}
+	return nodeWindow{view, s.nodes.Node(c.rank) * s.nodes.Local, c.nranks}, nil
 }
