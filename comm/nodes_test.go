@@ -587,3 +587,44 @@ func runAcrossEpilogue(t *testing.T, comms []*comm.Comm, typ spec.DataType, kind
 		require.Equal(t, w.scales, k.scales, "rank %d scales", r)
 	}
 }
+
+// TestCommAcrossNodesSplit: ncclCommSplit of a communicator across nodes
+// by node, by rail and whole gives children whose collectives run (a
+// child inherits the parent's settings: here its ranks form virtual nodes
+// again, on real hosts they form nodes by host).
+func TestCommAcrossNodesSplit(t *testing.T) {
+	const n = 4
+	for name, colorOf := range map[string]func(int) int{"node": func(r int) int { return r / 2 }, "rail": func(r int) int { return r % 2 }, "all": func(int) int { return 0 }} {
+		t.Run(name, func(t *testing.T) {
+			comms := startNodes(t, n, nodesConfig(2))
+			kids := make([]*comm.Comm, n)
+			errl := make([]error, n)
+			var wg sync.WaitGroup
+			for r := range n {
+				wg.Go(func() { kids[r], errl[r] = comms[r].Split(colorOf(r), r, nil) })
+			}
+			wg.Wait()
+			for r := range n {
+				require.NoError(t, errl[r], "rank %d", r)
+			}
+			t.Cleanup(func() {
+				for _, k := range kids {
+					if k != nil {
+						k.Destroy()
+					}
+				}
+			})
+			groups := map[int][]*comm.Comm{}
+			for r := range n {
+				groups[colorOf(r)] = append(groups[colorOf(r)], kids[r])
+			}
+			for _, g := range groups {
+				calls := make([]*spec.Call, len(g))
+				for r := range g {
+					calls[r] = &spec.Call{Coll: spec.AllReduce, Count: 33, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Rank: r, NRanks: len(g)}
+				}
+				runAcross(t, g, calls, false, rand.New(rand.NewPCG(1, 2)))
+			}
+		})
+	}
+}
