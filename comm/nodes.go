@@ -326,22 +326,20 @@ func (s *spanning) sideStream() error {
 }
 
 // chunks is how many chunks runPipelined cuts call into (1: none): a call
-// whose parts are contiguous runs of Count elements (snac.Chunkable:
-// AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AllToAll) of at least two
-// chunks. Every rank decides alike: the call's shape and settings equal on
-// every rank.
+// whose parts are contiguous runs of elements (snac.Chunkable: AllReduce,
+// Broadcast, Reduce, AllGather, ReduceScatter, AllToAll and the V forms of
+// AllGather and ReduceScatter) whose largest part is at least two chunks.
+// Every rank decides alike: the call's shape and settings equal on every
+// rank.
 func (s *spanning) chunks(call *spec.Call) int {
-	bytes := call.Count * uint64(call.Type.Size())
+	elems := snac.LargestPart(call)
+	bytes := elems * uint64(call.Type.Size())
 	if !snac.Chunkable(call) || s.chunk == 0 || bytes/2 < s.chunk {
 		return 1
 	}
-	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, call.Count/chunkAlign(call)))
+	grains := elems / (snac.Grain(call) / uint64(call.Type.Size()))
+	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, grains))
 }
-
-// chunkAlign is the elements of a grain of call (snac.Grain): where
-// runPipelined's chunks start, so that every chunk's copies are aligned
-// as the whole call's are, and an epilogue's rows are whole.
-func chunkAlign(call *spec.Call) uint64 { return snac.Grain(call) / uint64(call.Type.Size()) }
 
 // maxNetChunks bounds a pipelined call's chunks (larger chunks beyond).
 const maxNetChunks = 1024
@@ -366,8 +364,7 @@ func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
 	progs := make([]*snac.Program, k)
 	var most uint64
 	for i := range k {
-		lo, n := chunkOf(call, k, i)
-		p, err := snac.HierarchyChunk(call, s.nodes, lo, n)
+		p, err := snac.HierarchyChunk(call, s.nodes, i, k)
 		if err != nil {
 			return err
 		}
@@ -424,19 +421,6 @@ func (s *spanning) runPipelined(call *spec.Call, stream uintptr, k int) error {
 		return err
 	}
 	return keep()
-}
-
-// chunkOf is chunk i of k of call: elements [lo, lo+n) of each part, whole
-// grains (chunkAlign) but for the last chunk's end.
-func chunkOf(call *spec.Call, k, i int) (lo, n uint64) {
-	a := chunkAlign(call)
-	units := call.Count / a // k <= units (chunks): no chunk is empty
-	lo = units * uint64(i) / uint64(k) * a
-	hi := units * uint64(i+1) / uint64(k) * a
-	if i == k-1 {
-		hi = call.Count
-	}
-	return lo, hi - lo
 }
 
 // enqueue runs f in stream order on the node's host Atom.

@@ -439,7 +439,8 @@ func (l *streamLog) run(t *testing.T, comms []*comm.Comm, calls []*spec.Call, in
 }
 
 // TestCommAcrossNodesPipelined: an AllReduce, Broadcast, Reduce, AllGather,
-// ReduceScatter or AllToAll of at least two network chunks runs in chunks whose network phases go on a
+// ReduceScatter, AllToAll, AllGatherV or ReduceScatterV whose largest part
+// is at least two network chunks runs in chunks whose network phases go on a
 // stream beside the caller's (comm/nodes.go runPipelined), on every node
 // shape, type and op, in place and apart, against the flat reference; a
 // call below two chunks runs whole on the caller's stream.
@@ -452,13 +453,14 @@ func TestCommAcrossNodesPipelined(t *testing.T) {
 		cfg.NetChunk = 512
 		log := logNetwork(&cfg)
 		comms := startNodes(t, n, cfg)
-		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll} {
+		for _, coll := range []spec.Collective{spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll,
+			spec.AllGatherV, spec.ReduceScatterV} {
 			for _, count := range []uint64{100, 1000, 5001} {
 				calls, inPlace, name := acrossCase(rng, types, shape, coll, count, true)
-				typ := calls[0].Type
+				bytes := snac.LargestPart(calls[0]) * uint64(calls[0].Type.Size())
 				t.Run(name, func(t *testing.T) {
 					streams := log.run(t, comms, calls, inPlace, rng)
-					if count*uint64(typ.Size()) >= 2*cfg.NetChunk {
+					if bytes >= 2*cfg.NetChunk {
 						require.NotContains(t, streams, uintptr(0), "a pipelined call's network phases on the caller's stream")
 						require.NotEmpty(t, streams)
 					} else {

@@ -83,7 +83,7 @@ type Settings struct {
 	// multi-node path on one machine). 0: one node per host.
 	Nodes int
 	// NetChunk is PURLIN_NET_CHUNK: a call across nodes of an AllReduce,
-	// Broadcast, Reduce, AllGather, ReduceScatter or AllToAll whose parts are at
+	// Broadcast, Reduce, AllGather, ReduceScatter, AllToAll or their V forms whose parts are at
 	// least twice this many bytes runs in chunks of it, each chunk's
 	// network phase beside the node phases of the chunks around it
 	// (default 4 MiB; 0: in one piece).

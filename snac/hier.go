@@ -182,7 +182,7 @@ func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
 	case integerMean(call) && call.Type.Size() == 1 && call.NRanks > 255>>b2u(call.Type.IsSigned()):
 		return nil, unsupported(call, "Avg of %s over %d ranks (more than the type holds)", call.Type, call.NRanks)
 	}
-	h := &hier{call: *call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1}
+	h := &hier{call: *call, nodes: nodes, node: nodes.Node(call.Rank), local: nodes.LocalRank(call.Rank), size: uint64(call.Type.Size()), grain: 1, chunkK: 1}
 	if call.Epilogue.Kind != 0 {
 		h.grain = call.Epilogue.Hidden
 	}
@@ -190,40 +190,68 @@ func newHier(call *spec.Call, nodes Nodes) (*hier, error) {
 }
 
 // Chunkable reports whether a call across nodes can run as chunks of
-// consecutive elements of its parts (HierarchyChunk): parts of Count
-// elements on every rank, contiguous in both buffers, unrooted where they
-// are scattered (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter,
-// AllToAll).
+// consecutive elements of its parts (HierarchyChunk): parts contiguous in
+// both buffers, unrooted where they are scattered (AllReduce, Broadcast,
+// Reduce, AllGather, ReduceScatter, AllToAll, AllGatherV, ReduceScatterV).
 func Chunkable(c *spec.Call) bool {
 	d := c.Coll.Definition()
 	in, out := d.In, d.Out
-	plain := func(l spec.Layout) bool { return !l.V && !l.Columns && !l.Matrix }
+	plain := func(l spec.Layout) bool { return !l.Columns && !l.Matrix && (!l.V || !c.Coll.PairCounts()) }
 	switch {
 	case !plain(in) || !plain(out) || c.Coll == spec.SendRecv || integerMean(c):
 		return false
 	case in.Shape == spec.Packed && out.Shape == spec.Packed:
 		return true
 	case out.Shape == spec.Transposed:
-		return in.Shape == spec.Scattered && !in.Rooted
+		return in.Shape == spec.Scattered && !in.Rooted && !in.V
 	}
 	return in.Shape != spec.Transposed && !in.Rooted && !out.Rooted && (in.Shape == spec.Packed) != (out.Shape == spec.Packed)
 }
 
-// HierarchyChunk derives rank call.Rank's Program for elements [lo, lo+n)
-// of each of the call's parts, a chunk of a pipelined call (Chunkable; lo
-// and n whole grains, Grain). Its Spans address the whole call's buffers.
-// Where every part is the whole buffer (AllReduce, Broadcast, Reduce) the
-// chunk is the call of those elements, its epilogue's buffers advanced to
-// them. Where each rank has a block of a scattered side, the chunk is
-// those elements of every block: AllGather's rail gathers the chunk of
-// every node's rank of its index into scratch, and per source node the
-// node gathers its ranks' copies into their blocks (AllGatherV);
-// ReduceScatter the other way.
-func HierarchyChunk(call *spec.Call, nodes Nodes, lo, n uint64) (*Program, error) {
-	d := call.Coll.Definition()
-	if !Chunkable(call) || lo+n > call.Count {
-		return nil, errs.New(errs.ErrInternal, "snac.HierarchyChunk: %s of %d elements has no chunk [%d,+%d)", call.Coll, call.Count, lo, n)
+// LargestPart is the elements of call's largest part, equal on every rank:
+// Count, or the largest of a V form's Counts. A pipelined call's chunk
+// count follows from it.
+func LargestPart(c *spec.Call) uint64 {
+	if !c.Coll.Vectored() || c.Coll.PairCounts() {
+		return c.Count
 	}
+	var most uint64
+	for _, n := range c.Counts {
+		most = max(most, n)
+	}
+	return most
+}
+
+// ChunkOf is chunk i of k of a part of count elements of call: elements
+// [lo, lo+n), starting on whole grains (Grain), the last chunk to the end.
+// A part of fewer grains than chunks has empty chunks.
+func ChunkOf(call *spec.Call, count uint64, i, k int) (lo, n uint64) {
+	a := Grain(call) / uint64(call.Type.Size())
+	units := count / a
+	lo = units * uint64(i) / uint64(k) * a
+	hi := units * uint64(i+1) / uint64(k) * a
+	if i == k-1 {
+		hi = count
+	}
+	return lo, hi - lo
+}
+
+// HierarchyChunk derives rank call.Rank's Program for chunk i of k of each
+// of the call's parts (ChunkOf), a chunk of a pipelined call (Chunkable).
+// Its Spans address the whole call's buffers. Where every part is the
+// whole buffer (AllReduce, Broadcast, Reduce) the chunk is the call of
+// those elements, its epilogue's buffers advanced to them. Where each rank
+// has a block of a scattered side, the chunk is those elements of every
+// block: AllGather's rail gathers the chunk of every node's rank of its
+// index into scratch, and per source node the node gathers its ranks'
+// copies into their blocks (AllGatherV); ReduceScatter the other way; the
+// V forms likewise, each part cut into k chunks of its own.
+func HierarchyChunk(call *spec.Call, nodes Nodes, i, k int) (*Program, error) {
+	d := call.Coll.Definition()
+	if !Chunkable(call) || i < 0 || i >= k {
+		return nil, errs.New(errs.ErrInternal, "snac.HierarchyChunk: %s has no chunk %d of %d", call.Coll, i, k)
+	}
+	lo, n := ChunkOf(call, call.Count, i, k)
 	if d.In.Shape == spec.Packed && d.Out.Shape == spec.Packed {
 		sub := *call
 		sub.Count, sub.Epilogue = n, call.Epilogue.From(lo, call.Type)
@@ -243,6 +271,15 @@ func HierarchyChunk(call *spec.Call, nodes Nodes, lo, n uint64) (*Program, error
 	h, err := newHier(call, nodes)
 	if err != nil {
 		return nil, err
+	}
+	if call.Coll.Vectored() {
+		h.chunkI, h.chunkK = i, k
+		if d.Out.Shape == spec.Scattered {
+			h.allGatherV()
+		} else {
+			h.reduceScatterV()
+		}
+		return &h.prog, nil
 	}
 	switch d.Out.Shape {
 	case spec.Scattered:
@@ -348,7 +385,10 @@ type hier struct {
 	node, local int
 	size        uint64
 	grain       uint64 // the elements pieces are whole multiples of: 1, or an epilogue's row
-	prog        Program
+	// chunkI of chunkK: the chunk of each part a V form's Program moves
+	// (HierarchyChunk; 0 of 1: the whole call).
+	chunkI, chunkK int
+	prog           Program
 }
 
 // phase appends a Phase of coll at level: a copy of the caller's call with
@@ -492,20 +532,34 @@ func (h *hier) reduceScatter() {
 	h.scratch(k * c * h.size)
 }
 
-// vector is, for the ranks of node m (local rank order), the call's counts
-// and displacements (elements), as a node's V collective takes them.
-func (h *hier) vector(m int) (counts, displs []uint64) {
-	l := h.nodes.Local
-	return h.call.Counts[m*l : (m+1)*l], h.call.Displs[m*l : (m+1)*l]
+// part is the elements [lo, lo+n) of rank r's part of a V form that this
+// Program moves: its chunk (HierarchyChunk), or all of it.
+func (h *hier) part(r int) (lo, n uint64) {
+	return ChunkOf(&h.call, h.call.Counts[r], h.chunkI, h.chunkK)
 }
 
-// rail is, for this rank's rail, every node's count (the count of its rank
-// of this local index) and where it lies packed in node order.
+// vector is, for the ranks of node m (local rank order), the counts and
+// displacements (elements) of what the Program moves of their parts, as a
+// node's V collective takes them.
+func (h *hier) vector(m int) (counts, displs []uint64) {
+	l := h.nodes.Local
+	counts, displs = make([]uint64, l), make([]uint64, l)
+	for j := range l {
+		lo, n := h.part(m*l + j)
+		counts[j], displs[j] = n, h.call.Displs[m*l+j]+lo
+	}
+	return counts, displs
+}
+
+// rail is, for this rank's rail, every node's count (what the Program
+// moves of the part of its rank of this local index) and where it lies
+// packed in node order.
 func (h *hier) rail() (counts, packed []uint64) {
 	counts, packed = make([]uint64, h.nodes.Count), make([]uint64, h.nodes.Count)
 	var at uint64
 	for m := range counts {
-		counts[m], packed[m] = h.call.Counts[m*h.nodes.Local+h.local], at
+		_, counts[m] = h.part(m*h.nodes.Local + h.local)
+		packed[m] = at
 		at += counts[m]
 	}
 	return counts, packed
@@ -516,7 +570,8 @@ func (h *hier) rail() (counts, packed []uint64) {
 // ranks hold of node m's ranks into the output, at their displacements.
 func (h *hier) allGatherV() {
 	counts, packed := h.rail()
-	g := h.phase(LevelRail, spec.AllGatherV, 0, h.at(BufSend, 0), h.at(BufScratch, 0))
+	lo, _ := h.part(h.call.Rank)
+	g := h.phase(LevelRail, spec.AllGatherV, 0, h.at(BufSend, lo), h.at(BufScratch, 0))
 	g.Call.Counts, g.Call.Displs = counts, packed
 	for m := range h.nodes.Count {
 		p := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, packed[m]), h.at(BufRecv, 0))
@@ -536,7 +591,8 @@ func (h *hier) reduceScatterV() {
 		p.Call.Counts, p.Call.Displs = h.vector(m)
 		p.Grouped = m > 0
 	}
-	r := h.phase(LevelRail, spec.ReduceScatterV, 0, h.at(BufScratch, 0), h.at(BufRecv, 0))
+	lo, _ := h.part(h.call.Rank)
+	r := h.phase(LevelRail, spec.ReduceScatterV, 0, h.at(BufScratch, 0), h.at(BufRecv, lo))
 	r.Call.Counts, r.Call.Displs = counts, packed
 	h.scratch(sum(counts) * h.size)
 }

@@ -164,9 +164,8 @@ func runHierChunks(t *testing.T, nodes snac.Nodes, c hierCase, rng *rand.Rand, k
 			require.NoError(t, err)
 			progs = append(progs, prog)
 		}
-		for i := range uint64(k) {
-			lo, hi := call.Count*i/uint64(k), call.Count*(i+1)/uint64(k)
-			prog, err := snac.HierarchyChunk(call, nodes, lo, hi-lo)
+		for i := range k {
+			prog, err := snac.HierarchyChunk(call, nodes, i, k)
 			require.NoError(t, err)
 			progs = append(progs, prog)
 		}
@@ -349,7 +348,7 @@ func TestHierarchyChunksMatchFlatCollective(t *testing.T) {
 	types := []spec.DataType{spec.Float32, spec.Bfloat16, spec.Int32, spec.Float16}
 	for coll := range spec.NumCollectives {
 		chunked := coll == spec.AllReduce || coll == spec.Broadcast || coll == spec.Reduce || coll == spec.AllGather || coll == spec.ReduceScatter ||
-			coll == spec.AllToAll
+			coll == spec.AllToAll || coll == spec.AllGatherV || coll == spec.ReduceScatterV
 		require.Equal(t, chunked, snac.Chunkable(&spec.Call{Coll: coll}), "%s", coll)
 		if !chunked {
 			continue
