@@ -116,23 +116,27 @@ def rank_main(rank: int, args: argparse.Namespace, results) -> None:
         results.put(rows)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def bench_parser(description: str, calls_help: str) -> argparse.ArgumentParser:
+    """The options every benchmark here takes; a script adds its own."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nranks", type=int, default=2)
-    p.add_argument("--sizes", default="8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M,256M")
-    p.add_argument("--calls", type=int, default=20, help="calls captured in one graph (a quarter from 16 MiB)")
+    p.add_argument("--calls", type=int, default=20, help=calls_help)
     p.add_argument("--replays", type=int, default=10)
     p.add_argument("--json", help="also write the rows here")
-    args = p.parse_args()
-    args.sizes = [parse_size(s) for s in args.sizes.split(",")]
+    return p
+
+
+def run_ranks(name: str, rank_main, args: argparse.Namespace):
+    """Runs rank_main(rank, args, results) in one spawned process per GPU;
+    rank 0 puts its rows on results. Returns (rows, every process exited 0),
+    or (None, False) after saying why where the machine has too few GPUs."""
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(free_port()))
     if torch.cuda.device_count() < args.nranks:
-        print(f"bench_allreduce: {args.nranks} ranks need {args.nranks} GPUs, found {torch.cuda.device_count()}")
-        return 2
-    library = os.environ.get("LD_PRELOAD", "") or "the NCCL torch links"
+        print(f"{name}: {args.nranks} ranks need {args.nranks} GPUs, found {torch.cuda.device_count()}")
+        return None, False
     ctx = tmp.get_context("spawn")
     results = ctx.Queue()
     procs = [ctx.Process(target=rank_main, args=(r, args, results)) for r in range(args.nranks)]
@@ -141,6 +145,18 @@ def main() -> int:
     rows = results.get(timeout=600)
     for proc in procs:
         proc.join()
+    return rows, all(proc.exitcode == 0 for proc in procs)
+
+
+def main() -> int:
+    p = bench_parser(__doc__, "calls captured in one graph (a quarter from 16 MiB)")
+    p.add_argument("--sizes", default="8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M,256M")
+    args = p.parse_args()
+    args.sizes = [parse_size(s) for s in args.sizes.split(",")]
+    library = os.environ.get("LD_PRELOAD", "") or "the NCCL torch links"
+    rows, ok = run_ranks("bench_allreduce", rank_main, args)
+    if rows is None:
+        return 2
     print(f"bench_allreduce: torch {torch.__version__}, {args.nranks} processes, bf16 sum, CUDA graphs; "
           f"all_reduce on {library}")
     print("| bytes | all_reduce us | symm one-shot us | symm two-shot us |")
@@ -151,7 +167,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "library": library, "rows": rows}, f, indent=1)
-    return 0 if all(proc.exitcode == 0 for proc in procs) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

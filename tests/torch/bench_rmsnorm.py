@@ -32,12 +32,10 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as tmp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_allreduce import per_call_us  # noqa: E402
-from check_torch import free_port  # noqa: E402
+from bench_allreduce import bench_parser, per_call_us, run_ranks  # noqa: E402
 
 EPS = 1e-6
 
@@ -88,33 +86,18 @@ def rank_main(rank: int, args: argparse.Namespace, results) -> None:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nranks", type=int, default=2)
+    p = bench_parser(__doc__, "layers captured in one graph (a quarter from 4M elements)")
     p.add_argument("--hidden", default="4096,8192")
     p.add_argument("--tokens", default="1,16,128,1024,8192")
-    p.add_argument("--calls", type=int, default=20, help="layers captured in one graph (a quarter from 4M elements)")
-    p.add_argument("--replays", type=int, default=10)
-    p.add_argument("--json", help="also write the rows here")
     args = p.parse_args()
     args.hidden = [int(s) for s in args.hidden.split(",")]
     args.tokens = [int(s) for s in args.tokens.split(",")]
     if "nccl" in os.environ.get("LD_PRELOAD", ""):
         print("bench_rmsnorm: run without LD_PRELOAD: the nccl column must be the real NCCL")
         return 2
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(free_port()))
-    if torch.cuda.device_count() < args.nranks:
-        print(f"bench_rmsnorm: {args.nranks} ranks need {args.nranks} GPUs, found {torch.cuda.device_count()}")
+    rows, ok = run_ranks("bench_rmsnorm", rank_main, args)
+    if rows is None:
         return 2
-    ctx = tmp.get_context("spawn")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=rank_main, args=(r, args, results)) for r in range(args.nranks)]
-    for proc in procs:
-        proc.start()
-    rows = results.get(timeout=600)
-    for proc in procs:
-        proc.join()
     print(f"bench_rmsnorm: torch {torch.__version__}, {args.nranks} processes, bf16 sum + residual add + "
           f"RMSNorm, CUDA graphs; us per layer")
     print("| hidden | tokens | fused us | Purlin + torch us | NCCL + torch us | vs Purlin + torch | vs NCCL + torch |")
@@ -125,7 +108,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
-    return 0 if all(proc.exitcode == 0 for proc in procs) else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
