@@ -15,7 +15,8 @@
 #   nodes      PURLIN_NODES=2: the GPUs as 2 virtual nodes, calls between them on
 #              NCCL's network forced onto sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1),
 #              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count),
-#              and Purlin's own collectives (V forms, column blocks, the fused epilogue) alone
+#              and Purlin's own collectives (V forms, column blocks, the fused epilogue),
+#              integer means and registered windows alone
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
 # racecheck.log, memcheck-epilogue.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
@@ -102,6 +103,16 @@ if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
     PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
       "$bin/perf-purlin" "$c" -g "$NGPUS" -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin $c"; }
   done
+  # Integer means (the rails sum first, the node divides; with one GPU a node the rail's own
+  # Avg) and windows registered across nodes (-R 1).
+  for c in allreduce reducescatter reduce; do
+    echo "## RUN nodes purlin $c int32 avg" >>"$out/nodes-purlin-only.txt"
+    PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
+      "$bin/perf-purlin" "$c" -g "$NGPUS" -d int32 -o avg -b 8 -e 16M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin $c int32 avg"; }
+  done
+  echo "## RUN nodes purlin allreduce, registered windows" >>"$out/nodes-purlin-only.txt"
+  PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
+    "$bin/perf-purlin" allreduce -g "$NGPUS" -R 1 -b 8 -e 16M -f 8 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin allreduce registered"; }
   echo "## RUN nodes purlin allreduce, PURLIN_NET_CHUNK=0" >>"$out/nodes-purlin-only.txt"
   PURLIN_NET_CHUNK=0 PURLIN_NODES=2 PURLIN_NCCL_LIBRARY="$nccl_lib/libnccl.so.2" NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 timeout 60 \
     "$bin/perf-purlin" allreduce -g "$NGPUS" -b 1M -e 64M -f 4 -n 5 -w 1 -c 1 >>"$out/nodes-purlin-only.txt" 2>&1 || { s=1; note "FAIL nodes purlin allreduce whole"; }
