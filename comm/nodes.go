@@ -325,26 +325,10 @@ func (s *spanning) sideStream() error {
 	return nil
 }
 
-// chunks is how many chunks runPipelined cuts call into (1: none): a call
-// whose parts are contiguous runs of elements (snac.Chunkable: AllReduce,
-// Broadcast, Reduce, AllGather, ReduceScatter, AllToAll and the V forms of
-// AllGather and ReduceScatter) whose largest part is at least two chunks.
-// Every rank decides alike: the call's shape and settings equal on every
-// rank.
-func (s *spanning) chunks(call *spec.Call) int {
-	elems := snac.LargestPart(call)
-	bytes := elems * uint64(call.Type.Size())
-	if !snac.Chunkable(call) || s.chunk == 0 || bytes/2 < s.chunk {
-		return 1
-	}
-	grains := elems / (snac.Grain(call) / uint64(call.Type.Size()))
-	return int(min(ceilDiv(bytes, s.chunk), maxNetChunks, grains))
-}
-
-// maxNetChunks bounds a pipelined call's chunks (larger chunks beyond).
-const maxNetChunks = 1024
-
-func ceilDiv(a, b uint64) uint64 { return (a + b - 1) / b }
+// chunks is how many chunks runPipelined cuts call into (snac.Chunks with
+// this rank's PURLIN_NET_CHUNK; 1: none). Every rank decides alike: the
+// call's shape and settings are equal on every rank.
+func (s *spanning) chunks(call *spec.Call) int { return snac.Chunks(call, s.chunk) }
 
 // runPipelined issues call as k chunks of consecutive elements of its
 // parts (snac.HierarchyChunk), their Programs interleaved so that the

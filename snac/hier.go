@@ -222,6 +222,23 @@ func LargestPart(c *spec.Call) uint64 {
 	return most
 }
 
+// MaxChunks bounds a pipelined call's chunks (larger chunks beyond).
+const MaxChunks = 1024
+
+// Chunks is how many chunks a call across nodes runs in with network chunks
+// of chunk bytes (PURLIN_NET_CHUNK; 0: none): 1 (whole) unless it is
+// Chunkable and its largest part is at least two chunks; at most MaxChunks,
+// and no more than the largest part's grains.
+func Chunks(c *spec.Call, chunk uint64) int {
+	elems := LargestPart(c)
+	bytes := elems * uint64(c.Type.Size())
+	if !Chunkable(c) || chunk == 0 || bytes/2 < chunk {
+		return 1
+	}
+	grains := elems / (Grain(c) / uint64(c.Type.Size()))
+	return int(min((bytes+chunk-1)/chunk, MaxChunks, grains))
+}
+
 // ChunkOf is chunk i of k of a part of count elements of call: elements
 // [lo, lo+n), starting on whole grains (Grain), the last chunk to the end.
 // A part of fewer grains than chunks has empty chunks.

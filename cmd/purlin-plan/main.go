@@ -4,11 +4,18 @@
 // rank uses, its workers on the copy engine (PURLIN_COPY_ENGINE) and the
 // steps of its first worker; with -steps, every step of that worker.
 //
-//	purlin-plan [-ranks 2] [-rank 0] [-type float32] [-from 8] [-to 1G] [-factor 4] [-steps] [-hidden N] COLLECTIVE
+//	purlin-plan [-ranks 2] [-rank 0] [-nodes 1] [-type float32] [-op sum] [-from 8] [-to 1G] [-factor 4] [-steps] [-hidden N] COLLECTIVE
 //
 // With -hidden, an AllReduce carries a residual add + RMSNorm epilogue over
 // rows of N elements, and each size's line also gives the most rows one
 // block's Epilogue steps hold.
+//
+// With -nodes K, the ranks lie on K nodes of consecutive ranks (as
+// PURLIN_NODES splits them) and it prints rank -rank's Program across nodes
+// instead (snac.Hierarchy): for each size, the chunks it runs in with
+// PURLIN_NET_CHUNK, the Program's phases (of its first chunk) and its
+// scratch; with -steps, every phase. -op names the reduction (sum, prod,
+// max, min, avg), which shapes an integer mean's Program.
 //
 // Sizes are nccl-tests' (the largest buffer of a rank, in bytes), so rows
 // line up with purlin-perf's. COLLECTIVE is one of allreduce, allgather,
@@ -25,6 +32,7 @@ import (
 	"strings"
 
 	"purlin/atom/cuda"
+	"purlin/config"
 	"purlin/snac"
 	"purlin/spec"
 )
@@ -32,7 +40,9 @@ import (
 type options struct {
 	coll             spec.Collective
 	ranks, rank      int
+	nodes            int
 	dtype            spec.DataType
+	op               spec.OpKind
 	from, to, factor uint64
 	steps            bool
 	hidden           uint64
@@ -52,9 +62,11 @@ func main() {
 func parse(args []string) (options, error) {
 	fs := flag.NewFlagSet("purlin-plan", flag.ContinueOnError)
 	o := options{}
-	fs.IntVar(&o.ranks, "ranks", 2, "ranks of the communicator (1-8)")
+	fs.IntVar(&o.ranks, "ranks", 2, "ranks of the communicator (1-8 a node)")
 	fs.IntVar(&o.rank, "rank", 0, "the rank whose Plan is printed")
+	fs.IntVar(&o.nodes, "nodes", 1, "nodes the ranks lie on: above 1, print Programs across nodes")
 	dtype := fs.String("type", "float32", "element type")
+	op := fs.String("op", "sum", "reduction (sum, prod, max, min, avg)")
 	from := fs.String("from", "8", "smallest size (K, M, G: binary units)")
 	to := fs.String("to", "1G", "largest size")
 	fs.Uint64Var(&o.factor, "factor", 4, "size step")
@@ -84,12 +96,22 @@ func parse(args []string) (options, error) {
 			o.dtype = t
 		}
 	}
+	o.op = -1
+	for k := range spec.NumOps {
+		if (spec.Op{Kind: k}).String() == *op {
+			o.op = k
+		}
+	}
 	var err error
 	switch {
 	case o.dtype < 0:
 		return o, fmt.Errorf("unknown type %q", *dtype)
-	case o.ranks < 1 || o.ranks > snac.MaxRanks || o.rank < 0 || o.rank >= o.ranks:
-		return o, fmt.Errorf("rank %d of %d ranks (1-%d)", o.rank, o.ranks, snac.MaxRanks)
+	case o.op < 0:
+		return o, fmt.Errorf("unknown op %q", *op)
+	case o.nodes < 1 || o.ranks%o.nodes != 0:
+		return o, fmt.Errorf("%d ranks do not form %d nodes", o.ranks, o.nodes)
+	case o.ranks < 1 || o.ranks/o.nodes > snac.MaxRanks || o.rank < 0 || o.rank >= o.ranks:
+		return o, fmt.Errorf("rank %d of %d ranks (1-%d a node)", o.rank, o.ranks, snac.MaxRanks)
 	case o.factor < 2:
 		return o, errors.New("-factor must be at least 2")
 	case o.hidden != 0 && o.coll != spec.AllReduce:
@@ -123,7 +145,7 @@ func size(s string) (uint64, error) {
 // where the buffer holds one slice per rank. A SendRecv sends to the next
 // rank (the Plan of its receive is the other half).
 func call(o options, bytes uint64) *spec.Call {
-	c := &spec.Call{Coll: o.coll, Type: o.dtype, Op: spec.Op{Kind: spec.Sum}, Rank: o.rank, NRanks: o.ranks,
+	c := &spec.Call{Coll: o.coll, Type: o.dtype, Op: spec.Op{Kind: o.op}, Rank: o.rank, NRanks: o.ranks,
 		Send: 1 << 40, Recv: 2 << 40}
 	c.Count = bytes / uint64(o.dtype.Size())
 	switch c.Coll {
@@ -140,6 +162,9 @@ func call(o options, bytes uint64) *spec.Call {
 }
 
 func report(w io.Writer, o options) error {
+	if o.nodes > 1 {
+		return reportNodes(w, o)
+	}
 	topo := cuda.Topology(o.ranks, o.rank)
 	fmt.Fprintf(w, "# %s, %s, rank %d of %d; stage half %d, point-to-point half %d, packets to %d, chunks to %d, blocks to %d\n",
 		o.coll, o.dtype, o.rank, o.ranks, topo.StageHalf, topo.P2PHalf, topo.PacketMax, topo.ChunkMax, topo.Workers)
@@ -197,4 +222,86 @@ func epilogueRows(o options, p *snac.Plan) string {
 		most = max(most, rows)
 	}
 	return fmt.Sprintf("  (epilogue: at most %d rows a block)", most)
+}
+
+// reportNodes prints, for each size, rank o.rank's Program across o.nodes
+// nodes: its chunks (PURLIN_NET_CHUNK), the phases of its first chunk and
+// the scratch they use; with -steps, each phase.
+func reportNodes(w io.Writer, o options) error {
+	nodes := snac.Nodes{Count: o.nodes, Local: o.ranks / o.nodes}
+	chunk := config.Get().NetChunk
+	fmt.Fprintf(w, "# %s, %s %s, rank %d of %d on %d nodes of %d; network chunks of %d bytes\n",
+		o.coll, o.dtype, spec.Op{Kind: o.op}, o.rank, o.ranks, nodes.Count, nodes.Local, chunk)
+	fmt.Fprintf(w, "# %12s  %6s  %6s  %12s\n", "bytes", "chunks", "phases", "scratch")
+	for bytes := o.from; bytes <= o.to; bytes *= o.factor {
+		c := call(o, bytes)
+		if c.Count == 0 {
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		k := snac.Chunks(c, chunk)
+		prog, err := snac.Hierarchy(c, nodes)
+		if k > 1 {
+			prog, err = snac.HierarchyChunk(c, nodes, 0, k)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%14d  %6d  %6d  %12d\n", bytes, k, len(prog.Phases), prog.Scratch)
+		if o.steps {
+			for _, ph := range prog.Phases {
+				fmt.Fprintf(w, "    %s\n", phaseLine(ph))
+			}
+		}
+		if bytes > o.to/o.factor {
+			break
+		}
+	}
+	return nil
+}
+
+// phaseLine describes one phase: its level, whether it joins the group of
+// the phase before it or runs beside the phases before it, its call and
+// the buffers it reads and writes.
+func phaseLine(ph snac.Phase) string {
+	c := &ph.Call
+	how := ""
+	switch {
+	case ph.Grouped:
+		how = " (grouped)"
+	case ph.Beside:
+		how = " (beside)"
+	}
+	what := fmt.Sprintf("%s count %d", c.Coll, c.Count)
+	switch {
+	case c.Coll == spec.SendRecv && c.IsSend:
+		what = fmt.Sprintf("send %d to %d", c.Count, c.Peer)
+	case c.Coll == spec.SendRecv:
+		what = fmt.Sprintf("recv %d from %d", c.Count, c.Peer)
+	case c.Counts != nil:
+		what = fmt.Sprintf("%s counts %v displs %v", c.Coll, c.Counts, c.Displs)
+	case c.SendCounts != nil:
+		what = fmt.Sprintf("%s send %v at %v, recv %v at %v", c.Coll, c.SendCounts, c.SendDispls, c.RecvCounts, c.RecvDispls)
+	}
+	if c.Coll.Reduces() {
+		what += " " + c.Op.String()
+		if c.Op.Divisor != 0 {
+			what += fmt.Sprintf(" over %d", c.Op.Divisor)
+		}
+	}
+	if c.Coll.Rooted() {
+		what += fmt.Sprintf(" root %d", c.Root)
+	}
+	return fmt.Sprintf("%-5s%s %s, %s -> %s", ph.Level, how, what, span(ph.Send), span(ph.Recv))
+}
+
+var bufNames = [...]string{"-", "send", "recv", "scratch"}
+
+func span(s snac.Span) string {
+	if s.Buf == snac.BufNone {
+		return "-"
+	}
+	return fmt.Sprintf("%s+%d", bufNames[s.Buf], s.Off)
 }

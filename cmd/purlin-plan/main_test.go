@@ -65,11 +65,31 @@ func TestRegimesAndBlocks(t *testing.T) {
 	require.Equal(t, []string{"268435456", "ring", "32", "2"}, r[0][:4])
 }
 
+// TestPrograms: with -nodes, a size's row gives its chunks, phases and
+// scratch, and -steps each phase: an AllReduce of 16 MiB on 2 nodes of 2
+// runs in 4 network chunks of 4 MiB; an integer mean sums on the rail, then
+// divides over every rank on the node.
+func TestPrograms(t *testing.T) {
+	t.Setenv("PURLIN_NET_CHUNK", "")
+	config.Reload()
+	t.Cleanup(func() { config.Reload() })
+	r := rows(t, "-nodes", "2", "-ranks", "4", "-from", "1M", "-to", "16M", "-factor", "16", "allreduce")
+	require.Equal(t, [][]string{{"1048576", "1", "3", "0"}, {"16777216", "4", "3", "0"}}, r)
+
+	o, err := parse([]string{"-nodes", "2", "-ranks", "16", "-rank", "9", "-type", "int32", "-op", "avg", "-from", "4K", "-to", "4K", "-steps", "allreduce"})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, report(&out, o))
+	require.Contains(t, out.String(), "rail  AllReduce count 1024 sum, send+0 -> scratch+0")
+	require.Contains(t, out.String(), "node  AllReduce count 1024 avg over 16, scratch+0 -> recv+0")
+}
+
 func TestBadArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{}, {"allreduce", "allgather"}, {"nosuch"}, {"-type", "float7", "allreduce"},
 		{"-ranks", "9", "allreduce"}, {"-rank", "2", "allreduce"}, {"-from", "0", "allreduce"},
-		{"-to", "1X", "allreduce"}, {"-factor", "1", "allreduce"},
+		{"-to", "1X", "allreduce"}, {"-factor", "1", "allreduce"}, {"-op", "mean", "allreduce"},
+		{"-nodes", "3", "-ranks", "4", "allreduce"}, {"-nodes", "2", "-ranks", "18", "allreduce"},
 	} {
 		_, err := parse(args)
 		require.Error(t, err, "%q", args)
