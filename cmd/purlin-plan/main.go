@@ -169,14 +169,7 @@ func report(w io.Writer, o options) error {
 	fmt.Fprintf(w, "# %s, %s, rank %d of %d; stage half %d, point-to-point half %d, packets to %d, chunks to %d, blocks to %d\n",
 		o.coll, o.dtype, o.rank, o.ranks, topo.StageHalf, topo.P2PHalf, topo.PacketMax, topo.ChunkMax, topo.Workers)
 	fmt.Fprintf(w, "# %12s  %-8s  %6s  %6s  %s\n", "bytes", "regime", "blocks", "copies", "steps of worker 0")
-	for bytes := o.from; bytes <= o.to; bytes *= o.factor {
-		c := call(o, bytes)
-		if c.Count == 0 {
-			continue
-		}
-		if err := c.Validate(); err != nil {
-			return err
-		}
+	return eachSize(o, func(bytes uint64, c *spec.Call) error {
 		p, err := snac.Build(c, topo)
 		if err != nil {
 			return err
@@ -197,6 +190,24 @@ func report(w io.Writer, o options) error {
 				fmt.Fprintf(w, "    %-7s bytes %d sources %d peer %d slot %d delta %d dst %+v src0 %+v\n",
 					s.Verb, s.Bytes, s.NSrc, s.Peer, s.Slot, s.Delta, s.Dst, s.Src[0])
 			}
+		}
+		return nil
+	})
+}
+
+// eachSize calls row with each size from o.from to o.to (times o.factor)
+// and rank o.rank's valid call of it, skipping a size of no element.
+func eachSize(o options, row func(bytes uint64, c *spec.Call) error) error {
+	for bytes := o.from; bytes <= o.to; bytes *= o.factor {
+		c := call(o, bytes)
+		if c.Count == 0 {
+			continue
+		}
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		if err := row(bytes, c); err != nil {
+			return err
 		}
 		if bytes > o.to/o.factor {
 			break
@@ -233,14 +244,7 @@ func reportNodes(w io.Writer, o options) error {
 	fmt.Fprintf(w, "# %s, %s %s, rank %d of %d on %d nodes of %d; network chunks of %d bytes\n",
 		o.coll, o.dtype, spec.Op{Kind: o.op}, o.rank, o.ranks, nodes.Count, nodes.Local, chunk)
 	fmt.Fprintf(w, "# %12s  %6s  %6s  %12s\n", "bytes", "chunks", "phases", "scratch")
-	for bytes := o.from; bytes <= o.to; bytes *= o.factor {
-		c := call(o, bytes)
-		if c.Count == 0 {
-			continue
-		}
-		if err := c.Validate(); err != nil {
-			return err
-		}
+	return eachSize(o, func(bytes uint64, c *spec.Call) error {
 		k := snac.Chunks(c, chunk)
 		prog, err := snac.Hierarchy(c, nodes)
 		if k > 1 {
@@ -255,11 +259,8 @@ func reportNodes(w io.Writer, o options) error {
 				fmt.Fprintf(w, "    %s\n", phaseLine(ph))
 			}
 		}
-		if bytes > o.to/o.factor {
-			break
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // phaseLine describes one phase: its level, whether it joins the group of
