@@ -36,6 +36,30 @@ class CostModelTest(unittest.TestCase):
         self.assertEqual(lat, 6.0)
         self.assertAlmostEqual(bw, 2 * 3 / 4 * 400 / 100.0)
 
+    def test_ring_latency_counts_network_and_nvlink_hops(self):
+        # 2 nodes of 4: of a ring's 8 hops 2 cross the network; an AllGather
+        # runs 7 of them, one node's ring only NVLink hops.
+        self.assertAlmostEqual(costmodel.ring_latency(2, 4, 7, P), 7 / 8 * (2 * P["alpha_net"] + 6 * P["hop_nvl"]))
+        self.assertAlmostEqual(costmodel.ring_latency(1, 4, 3, P), 3 * P["hop_nvl"])
+        self.assertEqual(costmodel.ring_latency(1, 1, 0, P), 0.0)
+
+    def test_gather_one_node_and_one_gpu_a_node(self):
+        s = 1 << 20
+        want = P["alpha_nvl"] + 7 / 8 * s / P["beta_nvl"]
+        self.assertAlmostEqual(costmodel.purlin_gather(1, 8, s, P, False), want)
+        # One GPU a node: the rail alone, PAT's log2(K) steps beating the ring's K-1.
+        lat, bw = costmodel.pat(16, s, P["alpha_net"], P["beta_net"])
+        self.assertAlmostEqual(lat, 4 * P["alpha_net"])
+        self.assertAlmostEqual(costmodel.purlin_gather(16, 1, s, P, False), lat + bw)
+
+    def test_allgather_table(self):
+        rows = costmodel.table([2, 8], 8, [8, 1 << 30], P, "allgather")
+        self.assertEqual(len(rows), 4)
+        self.assertIsNone(rows[0]["nccl_tree_us"])
+        md = costmodel.markdown(rows)
+        self.assertIn("| 2 x 8 | 8 B |", md)
+        self.assertIn(" | - | ", md)  # NCCL has no tree AllGather
+
     def test_table_and_markdown(self):
         rows = costmodel.table([2], 8, [8, 1 << 30], P)
         self.assertEqual(len(rows), 2)
