@@ -38,10 +38,18 @@ PARAMS = {
 }
 
 
+def gather_ring(n, s, alpha, beta):
+    """A ring AllGather of s bytes of output over n ranks (or a ring
+    ReduceScatter of s bytes of input): n-1 steps of s/n bytes."""
+    return ((n - 1) * alpha, (n - 1) / n * s / beta) if n > 1 else (0.0, 0.0)
+
+
 def ring(n, s, alpha, beta):
-    """A ring AllReduce of s bytes over n ranks, 2(n-1) steps of s/n bytes:
-    (latency, bandwidth time) in seconds."""
-    return (2 * (n - 1) * alpha, 2 * (n - 1) / n * s / beta) if n > 1 else (0.0, 0.0)
+    """A ring AllReduce of s bytes over n ranks, a ReduceScatter ring then an
+    AllGather ring (gather_ring): 2(n-1) steps of s/n bytes, (latency,
+    bandwidth time) in seconds."""
+    lat, bw = gather_ring(n, s, alpha, beta)
+    return 2 * lat, 2 * bw
 
 
 def tree(n, s, alpha, beta):
@@ -60,11 +68,16 @@ def ring_latency(k, l, steps, p):
     return steps / n * (k * p["alpha_net"] + (n - k) * p["hop_nvl"]) if k > 1 else steps * p["hop_nvl"]
 
 
-def nccl_ring(k, l, s, p):
-    # 2(n-1) steps of s/n bytes; L rings share the L NICs and the NVLink
+def nccl_gather_ring(k, l, s, p):
+    # n-1 steps of s/n bytes; L rings share the L NICs and the NVLink
     # bandwidth of each GPU.
     n = k * l
-    return ring_latency(k, l, 2 * (n - 1), p) + 2 * (n - 1) / n * s / min(p["beta_nvl"], l * p["beta_net"])
+    return ring_latency(k, l, n - 1, p) + (n - 1) / n * s / min(p["beta_nvl"], l * p["beta_net"])
+
+
+def nccl_ring(k, l, s, p):
+    # A ReduceScatter ring then an AllGather ring (nccl_gather_ring).
+    return 2 * nccl_gather_ring(k, l, s, p)
 
 
 def nccl_tree(k, l, s, p):
@@ -85,17 +98,6 @@ def purlin(k, l, s, p, pipelined):
     if pipelined:
         return 2 * node_lat + net_lat + max(2 * node_bw, net_bw)
     return 2 * (node_lat + node_bw) + net_lat + net_bw
-
-
-def gather_ring(n, s, alpha, beta):
-    """A ring AllGather of s bytes of output over n ranks (or a ring
-    ReduceScatter of s bytes of input): n-1 steps of s/n bytes."""
-    return ((n - 1) * alpha, (n - 1) / n * s / beta) if n > 1 else (0.0, 0.0)
-
-
-def nccl_gather_ring(k, l, s, p):
-    n = k * l
-    return ring_latency(k, l, n - 1, p) + (n - 1) / n * s / min(p["beta_nvl"], l * p["beta_net"])
 
 
 def pat(n, s, alpha, beta):
