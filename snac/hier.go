@@ -49,6 +49,10 @@ const (
 	BufScratch
 )
 
+var bufferNames = [...]string{"none", "send", "recv", "scratch"}
+
+func (b Buffer) String() string { return bufferNames[b] }
+
 // Span is a byte offset into a Buffer.
 type Span struct {
 	Buf Buffer

@@ -205,7 +205,7 @@ type Plan struct {
 	Steps   []Step
 	Type    spec.DataType
 	Op      spec.Op
-	NRanks  int // Avg divides by it
+	NRanks  int // Avg divides by it, unless Op.Divisor names another count
 	Rank    int // the rank that runs it (Merge joins chained collectives on it)
 	Regime  Regime
 }

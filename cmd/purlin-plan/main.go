@@ -298,11 +298,9 @@ func phaseLine(ph snac.Phase) string {
 	return fmt.Sprintf("%-5s%s %s, %s -> %s", ph.Level, how, what, span(ph.Send), span(ph.Recv))
 }
 
-var bufNames = [...]string{"-", "send", "recv", "scratch"}
-
 func span(s snac.Span) string {
 	if s.Buf == snac.BufNone {
 		return "-"
 	}
-	return fmt.Sprintf("%s+%d", bufNames[s.Buf], s.Off)
+	return fmt.Sprintf("%s+%d", s.Buf, s.Off)
 }
