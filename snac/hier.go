@@ -146,9 +146,9 @@ func Hierarchy(call *spec.Call, nodes Nodes) (*Program, error) {
 	case in.Columns:
 		h.reduceScatterColumns()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeCopy && in.Shape == spec.Packed && out.Shape == spec.Scattered:
-		h.allGatherV()
+		h.allGatherParts()
 	case call.Coll.Vectored() && d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
-		h.reduceScatterV()
+		h.reduceScatterParts()
 	case d.Consume == spec.ConsumeReduce && in.Shape == spec.Packed && !in.Rooted && out.Shape == spec.Packed && !out.Rooted:
 		h.allReduce()
 	case d.Consume == spec.ConsumeReduce && in.Shape == spec.Scattered && out.Shape == spec.Packed:
@@ -293,56 +293,16 @@ func HierarchyChunk(call *spec.Call, nodes Nodes, i, k int) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if call.Coll.Vectored() {
-		h.chunkI, h.chunkK = i, k
-		if d.Out.Shape == spec.Scattered {
-			h.allGatherV()
-		} else {
-			h.reduceScatterV()
-		}
-		return &h.prog, nil
-	}
+	h.chunkI, h.chunkK = i, k
 	switch d.Out.Shape {
 	case spec.Scattered:
-		h.allGatherChunk(lo, n)
+		h.allGatherParts()
 	case spec.Transposed:
 		h.allToAllChunk(lo, n)
 	default:
-		h.reduceScatterChunk(lo, n)
+		h.reduceScatterParts()
 	}
 	return &h.prog, nil
-}
-
-// blocks are, for the ranks of node m, n elements from lo of each one's
-// block of Count (counts and displacements, as a node's V collective
-// takes them).
-func (h *hier) blocks(m int, lo, n uint64) (counts, displs []uint64) {
-	l := h.nodes.Local
-	counts, displs = make([]uint64, l), make([]uint64, l)
-	for j := range l {
-		counts[j], displs[j] = n, uint64(m*l+j)*h.call.Count+lo
-	}
-	return counts, displs
-}
-
-func (h *hier) allGatherChunk(lo, n uint64) {
-	h.phase(LevelRail, spec.AllGather, n, h.at(BufSend, lo), h.at(BufScratch, 0))
-	for m := range h.nodes.Count {
-		p := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, uint64(m)*n), h.at(BufRecv, 0))
-		p.Call.Counts, p.Call.Displs = h.blocks(m, lo, n)
-		p.Grouped = m > 0
-	}
-	h.scratch(uint64(h.nodes.Count) * n * h.size)
-}
-
-func (h *hier) reduceScatterChunk(lo, n uint64) {
-	for m := range h.nodes.Count {
-		p := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, uint64(m)*n))
-		p.Call.Counts, p.Call.Displs = h.blocks(m, lo, n)
-		p.Grouped = m > 0
-	}
-	h.phase(LevelRail, spec.ReduceScatter, n, h.at(BufScratch, 0), h.at(BufRecv, lo))
-	h.scratch(uint64(h.nodes.Count) * n * h.size)
 }
 
 // allToAllChunk: elements [lo, lo+n) of every slice. Per destination node
@@ -553,21 +513,32 @@ func (h *hier) reduceScatter() {
 	h.scratch(k * c * h.size)
 }
 
-// part is the elements [lo, lo+n) of rank r's part of a V form that this
-// Program moves: its chunk (HierarchyChunk), or all of it.
+// part is the elements [lo, lo+n) of rank r's part (its Counts[r] in a V
+// form, else Count) that this Program moves: its chunk (HierarchyChunk), or
+// all of it.
 func (h *hier) part(r int) (lo, n uint64) {
-	return ChunkOf(&h.call, h.call.Counts[r], h.chunkI, h.chunkK)
+	count := h.call.Count
+	if h.call.Coll.Vectored() {
+		count = h.call.Counts[r]
+	}
+	return ChunkOf(&h.call, count, h.chunkI, h.chunkK)
 }
 
 // vector is, for the ranks of node m (local rank order), the counts and
-// displacements (elements) of what the Program moves of their parts, as a
-// node's V collective takes them.
+// displacements (elements) of what the Program moves of their parts (at
+// Displs in a V form, else each rank's block of Count), as a node's V
+// collective takes them.
 func (h *hier) vector(m int) (counts, displs []uint64) {
 	l := h.nodes.Local
 	counts, displs = make([]uint64, l), make([]uint64, l)
 	for j := range l {
-		lo, n := h.part(m*l + j)
-		counts[j], displs[j] = n, h.call.Displs[m*l+j]+lo
+		r := m*l + j
+		lo, n := h.part(r)
+		at := uint64(r) * h.call.Count
+		if h.call.Coll.Vectored() {
+			at = h.call.Displs[r]
+		}
+		counts[j], displs[j] = n, at+lo
 	}
 	return counts, displs
 }
@@ -586,14 +557,19 @@ func (h *hier) rail() (counts, packed []uint64) {
 	return counts, packed
 }
 
-// allGatherV: rail l gathers the inputs of every node's rank l, packed in
-// node order (scratch); then, per source node m, the node gathers what its
-// ranks hold of node m's ranks into the output, at their displacements.
-func (h *hier) allGatherV() {
+// allGatherParts serves AllGatherV, and a chunk of AllGather (its parts of
+// Count): rail l gathers what the Program moves of the inputs of every
+// node's rank l, packed in node order (scratch); then, per source node m,
+// the node gathers what its ranks hold of node m's ranks into the output,
+// at their displacements. Parts of one size go over the rail as a plain
+// AllGather, which the network serves natively.
+func (h *hier) allGatherParts() {
 	counts, packed := h.rail()
-	lo, _ := h.part(h.call.Rank)
-	g := h.phase(LevelRail, spec.AllGatherV, 0, h.at(BufSend, lo), h.at(BufScratch, 0))
-	g.Call.Counts, g.Call.Displs = counts, packed
+	lo, n := h.part(h.call.Rank)
+	g := h.phase(LevelRail, spec.AllGather, n, h.at(BufSend, lo), h.at(BufScratch, 0))
+	if h.call.Coll.Vectored() {
+		g.Call.Coll, g.Call.Count, g.Call.Counts, g.Call.Displs = spec.AllGatherV, 0, counts, packed
+	}
 	for m := range h.nodes.Count {
 		p := h.phase(LevelNode, spec.AllGatherV, 0, h.at(BufScratch, packed[m]), h.at(BufRecv, 0))
 		p.Call.Counts, p.Call.Displs = h.vector(m)
@@ -602,19 +578,23 @@ func (h *hier) allGatherV() {
 	h.scratch(sum(counts) * h.size)
 }
 
-// reduceScatterV: per destination node m, the node reduces the parts for
-// node m's ranks, local rank l taking rank (m, l)'s, packed in node order
-// (scratch); rail l then reduces and scatters them over the nodes.
-func (h *hier) reduceScatterV() {
+// reduceScatterParts serves ReduceScatterV, and a chunk of ReduceScatter
+// (its parts of Count): per destination node m, the node reduces what the
+// Program moves of the parts for node m's ranks, local rank l taking rank
+// (m, l)'s, packed in node order (scratch); rail l then reduces and
+// scatters them over the nodes (a plain ReduceScatter for parts of one size).
+func (h *hier) reduceScatterParts() {
 	counts, packed := h.rail()
 	for m := range h.nodes.Count {
 		p := h.phase(LevelNode, spec.ReduceScatterV, 0, h.at(BufSend, 0), h.at(BufScratch, packed[m]))
 		p.Call.Counts, p.Call.Displs = h.vector(m)
 		p.Grouped = m > 0
 	}
-	lo, _ := h.part(h.call.Rank)
-	r := h.phase(LevelRail, spec.ReduceScatterV, 0, h.at(BufScratch, 0), h.at(BufRecv, lo))
-	r.Call.Counts, r.Call.Displs = counts, packed
+	lo, n := h.part(h.call.Rank)
+	r := h.phase(LevelRail, spec.ReduceScatter, n, h.at(BufScratch, 0), h.at(BufRecv, lo))
+	if h.call.Coll.Vectored() {
+		r.Call.Coll, r.Call.Count, r.Call.Counts, r.Call.Displs = spec.ReduceScatterV, 0, counts, packed
+	}
 	h.scratch(sum(counts) * h.size)
 }
 
