@@ -226,26 +226,35 @@ func checkVector(coll Collective, name string, counts, displs []uint64) error {
 
 // InPlace reports whether the call is in place in NCCL's sense: one buffer
 // where input and output have the same shape, or this rank's slice of the
-// scattered one the packed one. A collective with counts per pair
-// (AllToAllV) has no in-place form: its slices need not line up with the
-// input's; nor has one of column blocks.
+// scattered one the packed one (InPlaceOffset says where).
 func (c *Call) InPlace() bool {
+	off, ok := c.InPlaceOffset()
+	return ok && c.Send-c.Recv == uintptr(off)
+}
+
+// InPlaceOffset is where an in-place call's input lies in its output:
+// Send - Recv, modulo the address space, of a call in place (the packed
+// side at this rank's slice of the scattered one, else the same address).
+// A collective with counts per pair (AllToAllV) has no in-place form: its
+// slices need not line up with the input's; nor has one of column blocks,
+// nor Send or Recv (ok false).
+func (c *Call) InPlaceOffset() (off uint64, ok bool) {
 	d := c.Coll.Definition()
 	switch {
 	case c.Coll == SendRecv || d.In.Columns || d.Out.Columns:
-		return false // a column block is no contiguous slice a packed buffer could be
+		return 0, false // a column block is no contiguous slice a packed buffer could be
 	case c.Coll.Matrix():
-		return false // as AllToAllV
+		return 0, false // as AllToAllV
 	case d.In.Shape == Packed && d.Out.Shape != Packed:
 		off, _ := c.OutPart(c.Rank, c.Rank)
-		return c.Send == c.Recv+uintptr(off)
+		return off, true
 	case d.In.Shape != Packed && d.Out.Shape == Packed:
 		off, _ := c.InPart(c.Rank, c.Rank)
-		return c.Recv == c.Send+uintptr(off)
+		return -off, true
 	case c.Coll.PairCounts():
-		return false
+		return 0, false
 	}
-	return c.Send == c.Recv
+	return 0, true
 }
 
 // Extents returns the bytes this rank reads from Send and writes to Recv:
