@@ -18,7 +18,11 @@
 // check word that differs returns errs.ErrMismatch.
 package atom
 
-import "purlin/snac"
+import (
+	"unsafe"
+
+	"purlin/snac"
+)
 
 // MaxBuffers is the most calls (buffer pairs) one Launch may address: a
 // merged group Plan's SpaceSend/SpaceRecv Ref.Rank is below it.
@@ -67,6 +71,24 @@ type Rank interface {
 	PeerGone(peer int, cause error)
 	// Close releases the rank's memory after its work is done or aborted.
 	Close() error
+}
+
+// Replayer is the optional part of a Rank that can record a launch for C
+// code to issue again with another input and output, without entering Go
+// (the C API's call cache). Replay writes the record of plan's latest
+// Launch on stream, with one buffer pair, into rec (C memory of size
+// bytes) and returns its length and issue, the address of a C function
+//
+//	int issue(void *rec, uint64_t send, uint64_t recv, uintptr_t stream)
+//
+// that enqueues it as Launch would with Buffers{Send: send, Recv: recv},
+// given a copy of the record it may write. issue returns 0 once enqueued,
+// else non-zero with nothing enqueued: the caller then goes through
+// Launch, which does what issue declined (-1: another stream than the
+// rank's latest) or reports its error. n is 0 where plan has no record.
+// A record stays valid until the Rank is closed.
+type Replayer interface {
+	Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr)
 }
 
 // Window is one registered buffer of every rank, as one rank addresses it:

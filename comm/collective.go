@@ -2,6 +2,7 @@ package comm
 
 import (
 	"sync"
+	"unsafe"
 
 	"purlin/atom"
 	"purlin/errs"
@@ -65,6 +66,26 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	err = c.dp.Launch(plan, bufs[:], stream)
 	bufsPool.Put(bufs)
 	return err
+}
+
+// Replay records the launch of call, which Collective has just launched on
+// stream outside a group, for C to issue again with another input and
+// output (atom.Replayer): the C API's call cache. n is 0 where there is no
+// record: the datapath records none (the host Atom's only for tests, a
+// communicator across nodes never), or the call is not one buffer pair of
+// a Plan cached for its shape (an epilogue's buffers, the V forms' counts,
+// a user's op, whose scalar its handle may come to name anew).
+func (c *Comm) Replay(call *spec.Call, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
+	r, ok := c.dp.(atom.Replayer)
+	if !ok || c.state.Load() != stateReady || call.Epilogue.Kind != 0 || call.Coll.Vectored() ||
+		call.Op.Kind >= spec.NumOps {
+		return 0, 0
+	}
+	plan, err := c.plans.get(call)
+	if err != nil {
+		return 0, 0
+	}
+	return r.Replay(plan, stream, rec, size)
 }
 
 // buffersOf is the memory call's Plan addresses.

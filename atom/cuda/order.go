@@ -28,8 +28,10 @@ const streamPerThread cuStream = 0x2
 // launch's stream order.
 type launchOrder struct {
 	// last is ^stream of the rank's latest launch, 0 before the first
-	// (^ keeps the zero value apart from stream 0). Written under mu.
-	last atomic.Uintptr
+	// (^ keeps the zero value apart from stream 0). Written under mu. It
+	// lies in C memory (newWord), where a recorded launch reads it
+	// (purlin_replay: Rank.Replay).
+	last *atomic.Uintptr
 
 	mu       sync.Mutex   // serializes launches onto a new stream, and Follow
 	event    cuEvent      // guarded by mu
@@ -44,8 +46,9 @@ type captureState struct {
 	id     uint64 // valid when active
 }
 
-// init creates the event; it runs at NewRank, outside any capture.
+// init creates the events and the last word; it runs at NewRank, outside any capture.
 func (o *launchOrder) init() error {
+	o.last = newWord()
 	if err := cuErr(driver.EventCreate(&o.event, eventDisableTiming), "cuEventCreate"); err != nil {
 		return err
 	}
@@ -53,6 +56,10 @@ func (o *launchOrder) init() error {
 }
 
 func (o *launchOrder) free() {
+	if o.last != nil {
+		freeWord(o.last)
+		o.last = nil
+	}
 	for _, e := range []*cuEvent{&o.event, &o.join} {
 		if *e != 0 {
 			driver.EventDestroy(*e)

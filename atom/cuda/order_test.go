@@ -63,8 +63,8 @@ func TestLaunchOrderAcrossStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeOrderDriver{capture: tc.capture}
 			f.install(t)
-			var o launchOrder
-			o.event = 1
+			o := launchOrder{last: newWord(), event: 1}
+			defer freeWord(o.last)
 			require.NoError(t, o.launched(tc.prev))
 			if tc.prev == streamPerThread {
 				require.Equal(t, []string{"record 2"}, f.log, "the per-thread stream is marked at its launch")
@@ -77,7 +77,8 @@ func TestLaunchOrderAcrossStreams(t *testing.T) {
 
 	// The hot path: the stream of the previous launch (stream 0 included),
 	// never the per-thread stream, which is another stream on each thread.
-	var o launchOrder
+	o := launchOrder{last: newWord()}
+	defer freeWord(o.last)
 	f := &fakeOrderDriver{}
 	f.install(t)
 	require.False(t, o.sameStream(0), "no launch yet")

@@ -147,14 +147,8 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 			return err
 		}
 	}
-	args := r.base
-	args.Steps, args.Workers, args.Fill = d.steps, d.workers, d.fill
-	args.DType, args.Op, args.NRanks = int32(plan.Type), int32(plan.Op.Kind), int32(plan.Op.AvgDivisor(plan.NRanks))
-	args.Scalar, args.ScalarPtr = plan.Op.Scalar, uint64(plan.Op.ScalarPtr)
-	for i, b := range bufs {
-		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
-		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
-	}
+	var args launchArgs
+	r.fillArgs(&args, plan, d, bufs)
 	split := uint32(0) // purlin_epilogue's blocks a worker; 0: none to launch
 	if d.epilogue != [MaxBuffers]spec.EpilogueKind{} {
 		if err := epilogueBuffers(d, bufs, r.topo.Rank); err != nil {
@@ -166,6 +160,18 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 		return r.launchEngine(plan, d, bufs, cuStream(stream), &args, split)
 	}
 	return r.launchInOrder(d.nworkers, cuStream(stream), &args, split)
+}
+
+// fillArgs writes the Launch argument of plan, uploaded as d, with bufs.
+func (r *Rank) fillArgs(args *launchArgs, plan *snac.Plan, d *devicePlan, bufs []atom.Buffers) {
+	*args = r.base
+	args.Steps, args.Workers, args.Fill = d.steps, d.workers, d.fill
+	args.DType, args.Op, args.NRanks = int32(plan.Type), int32(plan.Op.Kind), int32(plan.Op.AvgDivisor(plan.NRanks))
+	args.Scalar, args.ScalarPtr = plan.Op.Scalar, uint64(plan.Op.ScalarPtr)
+	for i, b := range bufs {
+		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
+		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
+	}
 }
 
 // epilogueBuffers checks that bufs holds every buffer d's Epilogue steps

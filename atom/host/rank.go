@@ -31,6 +31,8 @@ type Rank struct {
 	gone    atomic.Uint32                        // bit q: rank q's process is gone (PeerGone)
 	causes  [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone; set before its bit
 
+	replays [keptReplays]uint64 // ids of Replay's latest records; guarded by replays' mutex
+
 	mu       sync.Mutex
 	idle     *sync.Cond // signalled when a launched Plan finishes
 	inflight int        // launched Plans not finished; guarded by mu
@@ -238,6 +240,7 @@ func (r *Rank) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.forgetReplays()
 	for r.inflight > 0 {
 		r.idle.Wait()
 	}

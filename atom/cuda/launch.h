@@ -1,0 +1,39 @@
+/* launch.h: the CUDA Atom's launch from C (launch.c), for its Go code and for
+ * a launch that C issues again without Go (purlin_replay, capi's call cache). */
+#ifndef PURLIN_CUDA_LAUNCH_H_
+#define PURLIN_CUDA_LAUNCH_H_
+
+#include <stdint.h>
+
+/* purlin_launch calls cuLaunchKernel (or cuLaunchKernelEx with programmatic
+ * dependent launch, when launchEx is set) through its pointer with one
+ * by-value argument (the Launch struct at arg), in ctx: when ctx is not the
+ * thread's current context it is pushed for the launch and popped after, so
+ * the caller's context is left as it was. */
+__attribute__((visibility("hidden"))) int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t launch,
+                  uintptr_t launchEx, uintptr_t ctxAddr, uintptr_t fn, unsigned grid,
+                  unsigned gridY, unsigned block, uintptr_t stream, void *arg);
+
+/* purlinReplay heads a recorded launch (Rank.Replay): everything
+ * purlin_launch takes but the stream and the Launch argument, which follows
+ * the head at purlinReplayArgs bytes. */
+typedef struct {
+  uintptr_t getCurrent, push, pop, launch, launchEx, ctx, fn;
+  /* last is the rank's launch-order word: ~stream of its latest launch.
+   * A replay is issued only on that stream, which orders it by itself. */
+  const uint64_t *last;
+  uint32_t grid, block;
+  uint32_t send, recv; /* offsets in the Launch argument of its first input and output */
+} purlinReplay;
+
+enum { purlinReplayArgs = (sizeof(purlinReplay) + 15) & ~15 };
+
+/* purlin_replay issues the launch recorded at rec (a copy the caller owns:
+ * its input and output addresses are written in place) with send and recv.
+ * It returns 0 once the kernel is enqueued, -1 without enqueuing anything
+ * where stream is not the rank's latest (the caller takes the slow path,
+ * which orders the streams), else the driver's error, also with nothing
+ * enqueued. */
+__attribute__((visibility("hidden"))) int purlin_replay(void *rec, uint64_t send, uint64_t recv, uintptr_t stream);
+
+#endif

@@ -1,0 +1,48 @@
+package cuda
+
+/*
+#include "launch.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"purlin/atom"
+	"purlin/snac"
+	"purlin/spec"
+)
+
+var _ atom.Replayer = (*Rank)(nil)
+
+// Replay records plan's launch on stream for C to issue again
+// (atom.Replayer): rec receives a purlinReplay head (launch.h), then the
+// Launch argument, whose first input and output purlin_replay writes at
+// issue. purlin_replay issues it only while stream is the rank's latest,
+// which orders it by itself, as Launch's hot path does. A Plan that is not
+// one kernel launched on stream (a copy-engine Plan, one with an epilogue,
+// one not launched yet) has no record: n is 0.
+func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
+	d := r.plans.lookup(plan)
+	if d == nil || d.engine != nil || d.epilogue != [MaxBuffers]spec.EpilogueKind{} || len(plan.Workers) == 0 ||
+		!r.order.sameStream(cuStream(stream)) {
+		return 0, 0
+	}
+	n = int(C.purlinReplayArgs) + int(unsafe.Sizeof(launchArgs{}))
+	if n > size {
+		return 0, 0
+	}
+	h := (*C.purlinReplay)(rec)
+	*h = C.purlinReplay{
+		getCurrent: C.uintptr_t(hot.ctxGetCurrent), push: C.uintptr_t(hot.ctxPush), pop: C.uintptr_t(hot.ctxPop),
+		launch: C.uintptr_t(hot.launchKernel), ctx: C.uintptr_t(r.ctx), fn: C.uintptr_t(r.fn.run),
+		last: (*C.uint64_t)(unsafe.Pointer(r.order.last)), grid: C.uint32_t(d.nworkers), block: threadsPerBlock,
+		send: C.uint32_t(unsafe.Offsetof(launchArgs{}.Send)), recv: C.uint32_t(unsafe.Offsetof(launchArgs{}.Recv)),
+	}
+	if r.pdl {
+		h.launchEx = C.uintptr_t(hot.launchKernelEx)
+	}
+	var bufs [1]atom.Buffers // patched at issue
+	r.fillArgs((*launchArgs)(unsafe.Add(rec, C.purlinReplayArgs)), plan, d, bufs[:])
+	return n, uintptr(unsafe.Pointer(C.purlin_replay))
+}
