@@ -1,7 +1,9 @@
 /* api.c: every public C entry point of libpurlin.so, defined once here and
  * aliased under NCCL's names (ncclX and its profiling twin pncclX). Each
- * refuses at once in a forked child, then calls its Go export (goX). */
+ * refuses at once in a forked child, then calls its Go export (goX); a
+ * collective first tries the call cache (callcache.h), which needs no Go. */
 #include "capi.h"
+#include "callcache.h"
 #include "_cgo_export.h"
 
 #define NCCL_ALIASES(name)                                                     \
@@ -58,11 +60,12 @@ purlinResult_t purlinCommInitAll(purlinComm_t* comms, int ndev, const int* devli
 }
 NCCL_ALIASES(CommInitAll)
 
-purlinResult_t purlinCommFinalize(purlinComm_t comm) { GUARD(); return goCommFinalize((uintptr_t)comm); }
+/* A communicator's cached calls end before it is finalized, destroyed or aborted. */
+purlinResult_t purlinCommFinalize(purlinComm_t comm) { GUARD(); purlinCallForget((uintptr_t)comm); return goCommFinalize((uintptr_t)comm); }
 NCCL_ALIASES(CommFinalize)
-purlinResult_t purlinCommDestroy(purlinComm_t comm) { GUARD(); return goCommDestroy((uintptr_t)comm); }
+purlinResult_t purlinCommDestroy(purlinComm_t comm) { GUARD(); purlinCallForget((uintptr_t)comm); return goCommDestroy((uintptr_t)comm); }
 NCCL_ALIASES(CommDestroy)
-purlinResult_t purlinCommAbort(purlinComm_t comm) { GUARD(); return goCommAbort((uintptr_t)comm); }
+purlinResult_t purlinCommAbort(purlinComm_t comm) { GUARD(); purlinCallForget((uintptr_t)comm); return goCommAbort((uintptr_t)comm); }
 NCCL_ALIASES(CommAbort)
 
 purlinResult_t purlinCommSplit(purlinComm_t comm, int color, int key, purlinComm_t* newcomm, purlinConfig_t* config) {
@@ -100,8 +103,15 @@ purlinResult_t purlinRedOpDestroy(purlinRedOp_t op, purlinComm_t comm) { GUARD()
 NCCL_ALIASES(RedOpDestroy)
 
 /* ---------- collectives ---------- */
+/* COLL issues a collective from the call cache (callcache.h), else through Go. */
 #define COLL(kind, send, recv, count, dt, op, root, peer, isSend) \
-  goCollective(kind, (uintptr_t)(send), (uintptr_t)(recv), count, dt, op, root, peer, isSend, (uintptr_t)comm, (uintptr_t)stream)
+  collective(&(purlinCallKey){(uintptr_t)comm, (uintptr_t)stream, count, kind, dt, op, root, peer, isSend}, \
+             (uintptr_t)(send), (uintptr_t)(recv))
+
+static inline purlinResult_t collective(purlinCallKey *key, uintptr_t send, uintptr_t recv) {
+  if (purlinCallCached(key, send, recv)) return purlinSuccess;
+  return goCollective(key, send, recv);
+}
 
 purlinResult_t purlinAllReduce(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream) {
   GUARD(); return COLL(capiAllReduce, sendbuff, recvbuff, count, datatype, op, 0, 0, 0);

@@ -2,6 +2,7 @@ package main
 
 /*
 #include "capi.h"
+#include "callcache.h"
 */
 import "C"
 
@@ -13,19 +14,25 @@ import (
 	"purlin/spec"
 )
 
-// goCollective serves every NCCL-shaped collective: the C entry names the
-// collective, the rest converts. This is the hot path: no allocation.
+// goCollective serves every NCCL-shaped collective that the call cache did
+// not (api.c): k names the collective and holds every argument but the
+// buffers. This is the hot path: no allocation.
 //
 //export goCollective
-func goCollective(coll C.int, send, recv C.uintptr_t, count C.size_t, dtype, op, root, peer, isSend C.int, h, stream C.uintptr_t) (res C.purlinResult_t) {
+func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t) (res C.purlinResult_t) {
 	defer recovered(&res)
-	c, err := lookup(h)
+	c, err := lookup(C.uintptr_t(k.comm))
 	if err != nil {
 		return result(nil, err)
 	}
-	call := spec.Call{Coll: spec.Collective(coll), Send: uintptr(send), Recv: uintptr(recv), Count: uint64(count),
-		Type: spec.DataType(dtype), Op: spec.Op{Kind: spec.OpKind(op)}, Root: int(root), Peer: int(peer), IsSend: isSend != 0}
-	return result(c, c.Collective(&call, uintptr(stream)))
+	call := spec.Call{Coll: spec.Collective(k.coll), Send: uintptr(send), Recv: uintptr(recv), Count: uint64(k.count),
+		Type: spec.DataType(k.dtype), Op: spec.Op{Kind: spec.OpKind(k.op)}, Root: int(k.root), Peer: int(k.peer),
+		IsSend: k.isSend != 0}
+	if err := c.Collective(&call, uintptr(k.stream)); err != nil {
+		return result(c, err)
+	}
+	remember(c, k, &call)
+	return C.purlinSuccess
 }
 
 // goAllReduceEpilogue is an AllReduce followed by *e (nil: none), on the hot
@@ -114,6 +121,7 @@ func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C
 //export goGroup
 func goGroup(start C.int) (res C.purlinResult_t) {
 	defer recovered(&res)
+	defer func() { C.purlinCallInGroup(C.int(b2i(comm.InGroup()))) }()
 	if start != 0 {
 		return result(nil, comm.GroupStart())
 	}

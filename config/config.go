@@ -72,6 +72,10 @@ type Settings struct {
 	// a CUDA-Atom kernel starts while the one before it on its stream ends
 	// (default on, on GPUs of compute capability 9.0 and later).
 	PDL bool
+	// CallCache is PURLIN_CALL_CACHE: "0" turns off the C API's call cache,
+	// where a collective called again with the same arguments but its
+	// buffers is issued from C without entering Go (default on).
+	CallCache bool
 	// PeerUIDs is PURLIN_PEER_UIDS: user ids, comma-separated, whose
 	// processes may be ranks on this host besides the process's own user
 	// (default none). A local peer's messages are checked by the kernel's
@@ -143,6 +147,7 @@ func read() Settings {
 		PacketBytes: uint64(atoi(Getenv("PURLIN_PACKET_BYTES"), 0)),
 		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
 		PDL:         Getenv("PURLIN_PDL") != "0",
+		CallCache:   Getenv("PURLIN_CALL_CACHE") != "0",
 
 		CopyEngine:        uint64(atoi(Getenv("PURLIN_COPY_ENGINE"), 0)),
 		CopyEngineWorkers: atoi(Getenv("PURLIN_COPY_ENGINE_WORKERS"), 2),

@@ -24,8 +24,8 @@ $(KERNEL_FATBIN): $(KERNEL_SRC) csrc/kernels.mk
 $(KERNEL_EMBED): $(KERNEL_FATBIN)
 	cp $< $@
 
-# gpu-programs-check: the GPU suite's C programs (tests/gpu/*.c) compile against
-# Purlin's headers and CUDA's (from nvcc's install), and tests/gpu/stepbench.cu
+# gpu-programs-check: the GPU suite's C programs (tests/gpu/*.c, and tests/c/callcache.c
+# on device memory) compile against Purlin's headers and CUDA's (from nvcc's install), and tests/gpu/stepbench.cu
 # against the kernel's sources, so a change that breaks one shows here, not on
 # the GPU machine. stepbench compiles unoptimized (-G): the same checks, in 30 s
 # instead of 3 minutes on two cores (it is built optimized where it runs).
@@ -33,7 +33,8 @@ gpu-programs-check:
 	@cuda_inc="$$(dirname "$$(dirname "$$(tools/nvcc.sh)")")/include"; \
 	for c in tests/gpu/*.c; do \
 	  $(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -Iinclude -I"$$cuda_inc" -c -o /dev/null "$$c" || exit 1; \
-	done
+	done; \
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -DCALLCACHE_CUDA -Iinclude -Itests/c -I"$$cuda_inc" -c -o /dev/null tests/c/callcache.c
 	"$$(tools/nvcc.sh)" -std=c++17 -G --threads 0 -arch=sm_90 -Icsrc -c -o /dev/null tests/gpu/stepbench.cu
 
 kernels-headers:

@@ -10,15 +10,20 @@ C_DTYPES  := tests/c/dtypes.c cmd/purlin-perf/dtype.c
 C_COMMON  := $(addprefix tests/c/,harness.c reference.c coll.c coll_run.c clique.c procs.c) $(C_DTYPES)
 C_BADINPUT := $(addprefix tests/c/,badproc.c badlaunch.c)
 C_HEADERS := $(wildcard tests/c/*.h include/*.h)
-C_SUITES  := single multiproc badinput layouts epilogue
+C_SUITES  := single multiproc badinput layouts epilogue callcache
 
 .PHONY: c-tests-build c-tests abi-test
 # tests/c/run.sh also runs build/purlin-perf (cmd/purlin-perf/perf.mk) on 8 ranks.
-c-tests-build: $(TEST_BUILD)/selftest $(addprefix $(TEST_BUILD)/,$(C_SUITES)) $(BUILD)/purlin-perf
+c-tests-build: $(TEST_BUILD)/selftest $(TEST_BUILD)/callcache_unit $(addprefix $(TEST_BUILD)/,$(C_SUITES)) $(BUILD)/purlin-perf
 
 $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c $(C_DTYPES) tests/c/reference.c $(C_HEADERS)
 	@mkdir -p $(TEST_BUILD)
 	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c,$^) -lm
+
+# The call cache alone, without the library (tests/c/callcache.c is its suite through the library).
+$(TEST_BUILD)/callcache_unit: tests/c/callcache_unit.c tests/c/harness.c capi/callcache.c capi/callcache.h tests/c/harness.h
+	@mkdir -p $(TEST_BUILD)
+	$(CC) $(TEST_CFLAGS) -I$(CURDIR)/capi -o $@ $(filter %.c,$^) -lm
 
 $(TEST_BUILD)/badinput: $(C_BADINPUT)
 $(TEST_BUILD)/%: tests/c/%.c $(C_COMMON) $(C_HEADERS) $(LIB)

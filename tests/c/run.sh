@@ -45,6 +45,10 @@ run_suite multiproc 320 PURLIN_STAGE_BYTES=262144
 run_suite badinput 300 PURLIN_TIMEOUT=3
 run_suite layouts 240
 run_suite epilogue 240
+# The call cache (capi/callcache.h), alone and through the library, and the same calls with it off.
+run_suite callcache_unit 60
+run_suite callcache 240
+run_suite callcache 240 PURLIN_CALL_CACHE=0
 # 8 ranks (snac.MaxRanks, a full NVLink server) through purlin-perf: every
 # collective and dtype at small sizes; every op on the smallest; and, with a
 # 64 KiB staging half, sizes that take the chunked and ring regimes (there the

@@ -1,8 +1,9 @@
 # tests/gpu/build-perf.sh: sourced by the GPU suites (run.sh, extended.sh) on the
 # GPU machine: builds purlin-perf against Purlin ($bin/perf-purlin) and against
 # the machine's NCCL ($bin/perf-nccl), memalloc_e2e, peerdeath, purlin-perf's
-# staging test ($bin/perf-staging-test), and callpath on each library
-# ($bin/callpath-purlin, $bin/callpath-nccl). Needs $root, $gpu,
+# staging test ($bin/perf-staging-test), callpath on each library
+# ($bin/callpath-purlin, $bin/callpath-nccl), and tests/c/callcache.c on device
+# memory ($bin/callcache). Needs $root, $gpu,
 # $bin and $out set; appends its log to $out/env.log and leaves $? as the
 # build's status.
 cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
@@ -31,5 +32,8 @@ cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")
   gcc -O2 -I"$cuda_home/include" -I"$root/include" -o "$bin/callpath-purlin" "$root/tests/gpu/callpath.c" \
     -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -ldl &&
   gcc -O2 -DREAL_NCCL -I"$nccl_inc" -I"$cuda_home/include" -o "$bin/callpath-nccl" "$root/tests/gpu/callpath.c" \
-    -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -ldl
+    -L"$nccl_lib" -Wl,-rpath,"$nccl_lib" -l:libnccl.so.2 "$cudart" -Wl,-rpath,"$(dirname "$cudart")" -ldl &&
+  gcc -O2 -std=gnu11 -DCALLCACHE_CUDA -I"$cuda_home/include" -I"$root/include" -I"$root/tests/c" -o "$bin/callcache" \
+    "$root/tests/c/callcache.c" "$root/tests/c/harness.c" -L"$gpu/lib" -lpurlin -Wl,-rpath,"$gpu/lib" "$cudart" \
+    -Wl,-rpath,"$(dirname "$cudart")" -lm -lpthread
 ) >>"$out/env.log" 2>&1

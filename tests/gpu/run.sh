@@ -16,6 +16,8 @@
 #             errors (PEERDEATH_ROUNDS, default 20), and a peer's abort (log: e2e.log)
 #   callpath  tests/gpu/callpath.c on Purlin and on NCCL: a library's own host time
 #             per eager call (issue time minus a bare launch's; log: e2e.log)
+#   callcache tests/c/callcache.c on device memory: the C API's call cache with the
+#             CUDA Atom's records, then with PURLIN_CALL_CACHE=0 (log: e2e.log)
 #   perf      the same purlin-perf on Purlin and on NCCL, -g $NGPUS, eager and -G
 #             graph, every collective, -c 1, one process driving every GPU (eager
 #             16 B..1 GiB by 4x for allreduce and allgather, 8 B..512 MiB for the
@@ -114,6 +116,17 @@ if (( t > 0 )) && [[ -x $bin/callpath-purlin ]]; then
   done
   verdict callpath $cs "($(grep -h 'own host time' "$out/e2e.log" | sed 's/^callpath: //' | paste -sd ';' -))"
 else note "SKIP callpath"; fi
+
+# ---------- callcache: calls issued from the C API's records, on the CUDA Atom ----------
+t=$(left 60)
+if (( t > 0 )) && [[ -x $bin/callcache ]]; then
+  cs=0
+  for on in 1 0; do
+    { echo "## callcache PURLIN_CALL_CACHE=$on"; PURLIN_CALL_CACHE=$on timeout "$t" "$bin/callcache"; } >>"$out/e2e.log" 2>&1 || cs=1
+  done
+  verdict callcache $cs "($(sed -n '/^## callcache/,$p' "$out/e2e.log" | grep -c ^PASS) checks passed)"
+  sed -n '/^## callcache/,$p' "$out/e2e.log" | grep -E "^FAIL" | head -5 | tee -a "$summary"
+else note "SKIP callcache"; fi
 
 # ---------- perf: the same program on Purlin and on NCCL ----------
 big=(allreduce allgather)

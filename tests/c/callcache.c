@@ -1,0 +1,319 @@
+/*
+ * callcache.c: the C API's call cache (capi/callcache.h) through the library.
+ * A collective called again with the same arguments but its buffers is
+ * issued from a record without entering Go; these tests call the same shapes
+ * with other buffers, in place after out of place and back, with buffers Go
+ * would refuse, inside groups, with a user op made again under the same
+ * handle, after finalize and destroy, and from two threads that are two
+ * ranks, and check every result and error against what the path through Go
+ * gives (run.sh also runs the suite with PURLIN_CALL_CACHE=0).
+ *
+ * Built with -DCALLCACHE_CUDA (and cudart) the buffers are device memory, for
+ * the CUDA Atom's records (tests/gpu/run.sh); two ranks then share GPU 0 when
+ * it is the only one.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "nccl_api.h"
+
+enum { N = 1031 }; /* elements: not a multiple of 16 bytes */
+
+/* The buffers collectives read and write: host memory, or device memory. */
+#ifdef CALLCACHE_CUDA
+#include <cuda_runtime.h>
+static void* mem_alloc(size_t n) {
+  void* p = NULL;
+  return cudaMalloc(&p, n) == cudaSuccess ? p : NULL;
+}
+static void mem_free(void* p) { cudaFree(p); }
+static void mem_put(void* dst, const void* src, size_t n) { cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice); }
+static void mem_get(void* dst, const void* src, size_t n) { cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost); }
+static void use_device(int rank) {
+  int n = 1;
+  cudaGetDeviceCount(&n);
+  cudaSetDevice(rank % (n > 0 ? n : 1));
+}
+#else
+static void* mem_alloc(size_t n) { return calloc(1, n); }
+static void mem_free(void* p) { free(p); }
+static void mem_put(void* dst, const void* src, size_t n) { memcpy(dst, src, n); }
+static void mem_get(void* dst, const void* src, size_t n) { memcpy(dst, src, n); }
+static void use_device(int rank) { (void)rank; }
+#endif
+
+static ncclComm_t one_rank(void) {
+  ncclUniqueId id;
+  ncclComm_t c = NULL;
+  use_device(0);
+  if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&c, 1, id, 0) != ncclSuccess) {
+    FAILF("a one-rank communicator: init failed");
+    return NULL;
+  }
+  return c;
+}
+
+static int sync_comm(ncclComm_t c) { return purlinCommSynchronize(PC(c)) == purlinSuccess; }
+
+/* fill writes base + i to p[0:n]. */
+static void fill(float* p, size_t n, float base) {
+  static float h[4 * N];
+  for (size_t i = 0; i < n; i++) h[i] = base + (float)i;
+  mem_put(p, h, n * sizeof(float));
+}
+
+static void zero(float* p, size_t n) {
+  static const float h[4 * N];
+  mem_put(p, h, n * sizeof(float));
+}
+
+static float element(const float* p, size_t i) {
+  float v;
+  mem_get(&v, p + i, sizeof v);
+  return v;
+}
+
+/* expect_copy checks that out[0:n] holds base + i (a one-rank collective copies). */
+static void expect_copy(const char* what, const float* out, size_t n, float base) {
+  static float h[4 * N];
+  mem_get(h, out, n * sizeof(float));
+  for (size_t i = 0; i < n; i++) {
+    if (h[i] != base + (float)i) {
+      FAILF("%s: element %zu is %g, want %g", what, i, h[i], base + (float)i);
+      return;
+    }
+  }
+}
+
+/* The same AllReduce shape with other buffers, in place, then apart again. */
+static void test_buffers_change(void) {
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  float* buf = mem_alloc(6 * N * sizeof(float));
+  for (int i = 0; i < 40; i++) {
+    float* send = buf + (i % 3) * N;
+    float* recv = buf + 3 * N + (i % 3) * N;
+    int in_place = i % 5 == 4;
+    if (in_place) recv = send;
+    fill(send, N, (float)i);
+    EXPECT(ncclAllReduce(send, recv, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "call %d failed", i);
+    EXPECT(sync_comm(c), "sync %d failed", i);
+    expect_copy(in_place ? "in place" : "apart", recv, N, (float)i);
+  }
+  mem_free(buf);
+  ncclCommDestroy(c);
+}
+
+/* Buffers the path through Go refuses, after the same shape was cached with
+ * good ones: every refusal is an error, and the communicator stays usable. */
+static void test_bad_buffers_refused(void) {
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  float* a = mem_alloc((2 * N + 4) * sizeof(float));
+  float* b = mem_alloc(N * sizeof(float));
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "warm-up failed");
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "cached call failed");
+  EXPECT(ncclAllReduce(a, NULL, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidArgument, "NULL recvbuff accepted");
+  EXPECT(ncclAllReduce(NULL, b, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidArgument, "NULL sendbuff accepted");
+  EXPECT(ncclAllReduce(a, (char*)b + 2, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidArgument,
+         "misaligned recvbuff accepted");
+  EXPECT(ncclAllReduce(a, a + 1, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidArgument,
+         "overlapping buffers, not in place, accepted");
+  EXPECT(ncclAllReduce(a + 1, a, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidArgument,
+         "overlapping buffers (recv first), not in place, accepted");
+  fill(a, N, 7);
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "good call after refusals failed");
+  EXPECT(sync_comm(c), "sync failed");
+  expect_copy("after refusals", b, N, 7);
+  mem_free(a);
+  mem_free(b);
+  ncclCommDestroy(c);
+}
+
+/* AllGather's in-place form is the input at the rank's slice of the output
+ * (offset 0 on one rank); Broadcast's root is part of what selects a record. */
+static void test_allgather_and_broadcast(void) {
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  float* a = mem_alloc(N * sizeof(float));
+  float* b = mem_alloc(N * sizeof(float));
+  for (int i = 0; i < 12; i++) {
+    fill(a, N, (float)(10 * i));
+    float* out = i % 3 == 2 ? a : b;
+    EXPECT(ncclAllGather(a, out, N, ncclFloat32, c, 0) == ncclSuccess, "AllGather %d failed", i);
+    EXPECT(sync_comm(c), "sync failed");
+    expect_copy("AllGather", out, N, (float)(10 * i));
+    fill(a, N, (float)(10 * i + 1));
+    EXPECT(ncclBroadcast(a, b, N, ncclFloat32, 0, c, 0) == ncclSuccess, "Broadcast %d failed", i);
+    EXPECT(sync_comm(c), "sync failed");
+    expect_copy("Broadcast", b, N, (float)(10 * i + 1));
+  }
+  EXPECT(ncclBroadcast(a, b, N, ncclFloat32, 1, c, 0) == ncclInvalidArgument, "root 1 of 1 rank accepted");
+  mem_free(a);
+  mem_free(b);
+  ncclCommDestroy(c);
+}
+
+/* More shapes than a communicator keeps records of, in turn. */
+static void test_many_shapes(void) {
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  float* a = mem_alloc(N * sizeof(float));
+  float* b = mem_alloc(N * sizeof(float));
+  for (int i = 0; i < 60; i++) {
+    size_t n = 1 + (size_t)(i % 9) * 97;
+    fill(a, n, (float)i);
+    zero(b, N);
+    EXPECT(ncclAllReduce(a, b, n, ncclFloat32, ncclMax, c, 0) == ncclSuccess, "call %d failed", i);
+    EXPECT(sync_comm(c), "sync failed");
+    expect_copy("shape", b, n, (float)i);
+    if (element(b, n) != 0) FAILF("call %d of %zu elements wrote element %zu", i, n, n);
+  }
+  mem_free(a);
+  mem_free(b);
+  ncclCommDestroy(c);
+}
+
+/* A user op destroyed and made again under the same handle with another
+ * scalar: the second call must use the new scalar. */
+static void test_premulsum_made_again(void) {
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  const float h[4] = {1, 2, 3, 4};
+  float* a = mem_alloc(sizeof h);
+  float* b = mem_alloc(sizeof h);
+  mem_put(a, h, sizeof h);
+  for (int k = 2; k <= 4; k++) {
+    float scalar = (float)k;
+    ncclRedOp_t op;
+    EXPECT(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, c) == ncclSuccess,
+           "RedOpCreatePreMulSum failed");
+    for (int i = 0; i < 2; i++) {
+      EXPECT(ncclAllReduce(a, b, 4, ncclFloat32, op, c, 0) == ncclSuccess, "PreMulSum call failed");
+      EXPECT(sync_comm(c), "sync failed");
+      for (int j = 0; j < 4; j++) EXPECT(element(b, j) == h[j] * scalar, "scalar %d: element %d is %g", k, j, element(b, j));
+    }
+    ncclRedOpDestroy(op, c);
+  }
+  mem_free(a);
+  mem_free(b);
+  ncclCommDestroy(c);
+}
+
+/* Calls in a group are queued for GroupEnd, also a shape cached before. */
+static void test_group(void) {
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  float* a = mem_alloc(N * sizeof(float));
+  float* b = mem_alloc(N * sizeof(float));
+  fill(a, N, 3);
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "warm-up failed");
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "cached call failed");
+  EXPECT(sync_comm(c), "sync failed");
+  fill(a, N, 5);
+  zero(b, N);
+  EXPECT(ncclGroupStart() == ncclSuccess, "GroupStart failed");
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "grouped call failed");
+  EXPECT(ncclGroupEnd() == ncclSuccess, "GroupEnd failed");
+  EXPECT(sync_comm(c), "sync failed");
+  expect_copy("grouped", b, N, 5);
+  fill(a, N, 6);
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "call after the group failed");
+  EXPECT(sync_comm(c), "sync failed");
+  expect_copy("after the group", b, N, 6);
+  mem_free(a);
+  mem_free(b);
+  ncclCommDestroy(c);
+}
+
+/* After finalize, and after destroy, a cached shape is refused. */
+static void test_ended(void) {
+  float* a = mem_alloc(N * sizeof(float));
+  float* b = mem_alloc(N * sizeof(float));
+  fill(a, N, 1);
+  ncclComm_t c = one_rank();
+  if (!c) return;
+  for (int i = 0; i < 3; i++) EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "call failed");
+  EXPECT(ncclCommFinalize(c) == ncclSuccess, "CommFinalize failed");
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidUsage, "call after finalize accepted");
+  EXPECT(ncclCommDestroy(c) == ncclSuccess, "CommDestroy failed");
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidUsage, "call after destroy accepted");
+
+  c = one_rank();
+  if (!c) return;
+  for (int i = 0; i < 3; i++) EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "call failed");
+  EXPECT(ncclCommAbort(c) == ncclSuccess, "CommAbort failed");
+  EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidUsage, "call after abort accepted");
+  mem_free(a);
+  mem_free(b);
+}
+
+/* Two ranks, one thread each, calling without groups: every call of a rank
+ * after its first of a shape is issued from its record. */
+typedef struct {
+  ncclUniqueId id;
+  int rank;
+  int bad;
+} two_ranks_arg;
+
+static void* two_ranks_rank(void* p) {
+  two_ranks_arg* t = p;
+  ncclComm_t c;
+  use_device(t->rank);
+  if (ncclCommInitRank(&c, 2, t->id, t->rank) != ncclSuccess) {
+    t->bad = -1;
+    return NULL;
+  }
+  float* buf = mem_alloc(4 * N * sizeof(float));
+  float* h = malloc(N * sizeof(float));
+  for (int i = 0; i < 60 && !t->bad; i++) {
+    size_t n = i % 7 == 6 ? 33 : N;
+    float* send = buf + (i % 2) * N;
+    float* recv = i % 4 == 3 ? send : buf + 2 * N + (i % 2) * N;
+    for (size_t j = 0; j < n; j++) h[j] = (float)(t->rank + 1) * (float)(i + j);
+    mem_put(send, h, n * sizeof(float));
+    if (ncclAllReduce(send, recv, n, ncclFloat32, ncclSum, c, 0) != ncclSuccess || !sync_comm(c)) {
+      t->bad = i + 1;
+      break;
+    }
+    mem_get(h, recv, n * sizeof(float));
+    for (size_t j = 0; j < n; j++) {
+      if (h[j] != 3.0f * (float)(i + j)) {
+        t->bad = i + 1;
+        break;
+      }
+    }
+  }
+  free(h);
+  mem_free(buf);
+  ncclCommDestroy(c);
+  return NULL;
+}
+
+static void test_two_ranks(void) {
+  two_ranks_arg t[2] = {{.rank = 0}, {.rank = 1}};
+  if (ncclGetUniqueId(&t[0].id) != ncclSuccess) {
+    FAILF("GetUniqueId failed");
+    return;
+  }
+  t[1].id = t[0].id;
+  pthread_t th[2];
+  for (int r = 0; r < 2; r++) pthread_create(&th[r], NULL, two_ranks_rank, &t[r]);
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 2; r++) EXPECT(t[r].bad == 0, "rank %d: call %d failed or was wrong", r, t[r].bad);
+}
+
+int main(void) {
+  harness_init("callcache", 240);
+  RUN(test_buffers_change);
+  RUN(test_bad_buffers_refused);
+  RUN(test_allgather_and_broadcast);
+  RUN(test_many_shapes);
+  RUN(test_premulsum_made_again);
+  RUN(test_group);
+  RUN(test_ended);
+  RUN(test_two_ranks);
+  return harness_finish();
+}
