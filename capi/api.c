@@ -10,13 +10,17 @@
   __typeof__(purlin##name) nccl##name __attribute__((alias("purlin" #name))); \
   __typeof__(purlin##name) pnccl##name __attribute__((alias("purlin" #name)));
 
+/* GUARD refuses in a forked child; FLUSH also moves a group the call cache
+ * holds into Go (callcache.h), as every entry point but the group calls and
+ * the collectives the cache serves does before it enters Go. */
 #define GUARD() do { if (purlinForked) return purlinInvalidUsage; } while (0)
+#define FLUSH() do { GUARD(); purlinCallFlush(); } while (0)
 
 extern const char* purlinForkedText;
 
 /* ---------- version, ids, errors ---------- */
 purlinResult_t purlinGetVersion(int* version) {
-  GUARD();
+  FLUSH();
   if (version == NULL) return goNullArgument((char*)"GetVersion: version is NULL");
   *version = PURLIN_NCCL_VERSION_CODE;
   return purlinSuccess;
@@ -24,7 +28,7 @@ purlinResult_t purlinGetVersion(int* version) {
 NCCL_ALIASES(GetVersion)
 
 purlinResult_t purlinGetUniqueId(purlinUniqueId* uniqueId) {
-  GUARD();
+  FLUSH();
   return goGetUniqueId((char*)uniqueId);
 }
 NCCL_ALIASES(GetUniqueId)
@@ -36,82 +40,77 @@ const char* purlinGetLastError(purlinComm_t comm) {
 NCCL_ALIASES(GetLastError)
 
 purlinResult_t purlinCommGetAsyncError(purlinComm_t comm, purlinResult_t* asyncError) {
-  GUARD();
+  FLUSH();
   return goCommGetAsyncError((uintptr_t)comm, (int*)asyncError);
 }
 NCCL_ALIASES(CommGetAsyncError)
 
 /* ---------- communicators ---------- */
 purlinResult_t purlinCommInitRank(purlinComm_t* comm, int nranks, purlinUniqueId commId, int rank) {
-  GUARD();
+  FLUSH();
   return goCommInitRank((uintptr_t*)comm, nranks, commId.internal, rank, NULL);
 }
 NCCL_ALIASES(CommInitRank)
 
 purlinResult_t purlinCommInitRankConfig(purlinComm_t* comm, int nranks, purlinUniqueId commId, int rank, purlinConfig_t* config) {
-  GUARD();
+  FLUSH();
   return goCommInitRank((uintptr_t*)comm, nranks, commId.internal, rank, config);
 }
 NCCL_ALIASES(CommInitRankConfig)
 
 purlinResult_t purlinCommInitAll(purlinComm_t* comms, int ndev, const int* devlist) {
-  GUARD();
+  FLUSH();
   return goCommInitAll((uintptr_t*)comms, ndev, (int*)devlist);
 }
 NCCL_ALIASES(CommInitAll)
 
 /* A communicator's cached calls end before it is finalized, destroyed or aborted. */
-purlinResult_t purlinCommFinalize(purlinComm_t comm) { GUARD(); purlinCallForget((uintptr_t)comm); return goCommFinalize((uintptr_t)comm); }
+purlinResult_t purlinCommFinalize(purlinComm_t comm) { FLUSH(); purlinCallForget((uintptr_t)comm); return goCommFinalize((uintptr_t)comm); }
 NCCL_ALIASES(CommFinalize)
-purlinResult_t purlinCommDestroy(purlinComm_t comm) { GUARD(); purlinCallForget((uintptr_t)comm); return goCommDestroy((uintptr_t)comm); }
+purlinResult_t purlinCommDestroy(purlinComm_t comm) { FLUSH(); purlinCallForget((uintptr_t)comm); return goCommDestroy((uintptr_t)comm); }
 NCCL_ALIASES(CommDestroy)
-purlinResult_t purlinCommAbort(purlinComm_t comm) { GUARD(); purlinCallForget((uintptr_t)comm); return goCommAbort((uintptr_t)comm); }
+purlinResult_t purlinCommAbort(purlinComm_t comm) { FLUSH(); purlinCallForget((uintptr_t)comm); return goCommAbort((uintptr_t)comm); }
 NCCL_ALIASES(CommAbort)
 
 purlinResult_t purlinCommSplit(purlinComm_t comm, int color, int key, purlinComm_t* newcomm, purlinConfig_t* config) {
-  GUARD();
+  FLUSH();
   return goCommSplit((uintptr_t)comm, color, key, (uintptr_t*)newcomm, config);
 }
 NCCL_ALIASES(CommSplit)
 
 purlinResult_t purlinCommShrink(purlinComm_t comm, int* excludeRanksList, int excludeRanksCount, purlinComm_t* newcomm, purlinConfig_t* config, int shrinkFlags) {
-  GUARD();
+  FLUSH();
   return goCommShrink((uintptr_t)comm, excludeRanksList, excludeRanksCount, (uintptr_t*)newcomm, config, shrinkFlags);
 }
 NCCL_ALIASES(CommShrink)
 
-purlinResult_t purlinCommCount(const purlinComm_t comm, int* count) { GUARD(); return goCommCount((uintptr_t)comm, count); }
+purlinResult_t purlinCommCount(const purlinComm_t comm, int* count) { FLUSH(); return goCommCount((uintptr_t)comm, count); }
 NCCL_ALIASES(CommCount)
-purlinResult_t purlinCommCuDevice(const purlinComm_t comm, int* device) { GUARD(); return goCommCuDevice((uintptr_t)comm, device); }
+purlinResult_t purlinCommCuDevice(const purlinComm_t comm, int* device) { FLUSH(); return goCommCuDevice((uintptr_t)comm, device); }
 NCCL_ALIASES(CommCuDevice)
-purlinResult_t purlinCommUserRank(const purlinComm_t comm, int* rank) { GUARD(); return goCommUserRank((uintptr_t)comm, rank); }
+purlinResult_t purlinCommUserRank(const purlinComm_t comm, int* rank) { FLUSH(); return goCommUserRank((uintptr_t)comm, rank); }
 NCCL_ALIASES(CommUserRank)
-purlinResult_t purlinCommSynchronize(purlinComm_t comm) { GUARD(); return goCommSynchronize((uintptr_t)comm); }
+purlinResult_t purlinCommSynchronize(purlinComm_t comm) { FLUSH(); return goCommSynchronize((uintptr_t)comm); }
 
 /* ---------- host streams ---------- */
-purlinResult_t purlinHostStreamCreate(purlinStream_t* stream) { GUARD(); return goHostStreamCreate((uintptr_t*)stream); }
-purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream) { GUARD(); return goHostStreamSynchronize((uintptr_t)stream); }
-purlinResult_t purlinHostStreamDestroy(purlinStream_t stream) { GUARD(); return goHostStreamDestroy((uintptr_t)stream); }
+purlinResult_t purlinHostStreamCreate(purlinStream_t* stream) { FLUSH(); return goHostStreamCreate((uintptr_t*)stream); }
+purlinResult_t purlinHostStreamSynchronize(purlinStream_t stream) { FLUSH(); return goHostStreamSynchronize((uintptr_t)stream); }
+purlinResult_t purlinHostStreamDestroy(purlinStream_t stream) { FLUSH(); return goHostStreamDestroy((uintptr_t)stream); }
 
 /* ---------- reduction ops ---------- */
 purlinResult_t purlinRedOpCreatePreMulSum(purlinRedOp_t* op, void* scalar, purlinDataType_t datatype, purlinScalarResidence_t residence, purlinComm_t comm) {
-  GUARD();
+  FLUSH();
   return goRedOpCreatePreMulSum((int*)op, scalar, datatype, residence, (uintptr_t)comm);
 }
 NCCL_ALIASES(RedOpCreatePreMulSum)
-purlinResult_t purlinRedOpDestroy(purlinRedOp_t op, purlinComm_t comm) { GUARD(); return goRedOpDestroy(op, (uintptr_t)comm); }
+purlinResult_t purlinRedOpDestroy(purlinRedOp_t op, purlinComm_t comm) { FLUSH(); return goRedOpDestroy(op, (uintptr_t)comm); }
 NCCL_ALIASES(RedOpDestroy)
 
 /* ---------- collectives ---------- */
-/* COLL issues a collective from the call cache (callcache.h), else through Go. */
+/* COLL issues a collective through the call cache (callcache.h). */
 #define COLL(kind, send, recv, count, dt, op, root, peer, isSend) \
-  collective(&(purlinCallKey){(uintptr_t)comm, (uintptr_t)stream, count, kind, dt, op, root, peer, isSend}, \
+  purlinCall(&(purlinCallKey){(uintptr_t)comm, (uintptr_t)stream, count, kind, dt, op, root, peer, isSend}, \
              (uintptr_t)(send), (uintptr_t)(recv))
-
-static inline purlinResult_t collective(purlinCallKey *key, uintptr_t send, uintptr_t recv) {
-  if (purlinCallCached(key, send, recv)) return purlinSuccess;
-  return goCollective(key, send, recv);
-}
 
 purlinResult_t purlinAllReduce(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream) {
   GUARD(); return COLL(capiAllReduce, sendbuff, recvbuff, count, datatype, op, 0, 0, 0);
@@ -160,50 +159,50 @@ NCCL_ALIASES(Recv)
 
 /* ---------- V collectives, collectives by layout and AllReduce epilogues (Purlin's own) ---------- */
 purlinResult_t purlinAllGatherV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
-  GUARD();
+  FLUSH();
   return goCollectiveV(capiAllGatherV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, (size_t*)counts, (size_t*)displs, NULL, NULL, NULL, NULL, datatype, 0, (uintptr_t)comm, (uintptr_t)stream);
 }
 purlinResult_t purlinReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* counts, const size_t* displs, purlinDataType_t datatype, purlinRedOp_t op, purlinComm_t comm, purlinStream_t stream) {
-  GUARD();
+  FLUSH();
   return goCollectiveV(capiReduceScatterV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, (size_t*)counts, (size_t*)displs, NULL, NULL, NULL, NULL, datatype, op, (uintptr_t)comm, (uintptr_t)stream);
 }
 purlinResult_t purlinAlltoAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff, const size_t* recvcounts, const size_t* rdispls, purlinDataType_t datatype, purlinComm_t comm, purlinStream_t stream) {
-  GUARD();
+  FLUSH();
   return goCollectiveV(capiAllToAllV, (uintptr_t)sendbuff, (uintptr_t)recvbuff, NULL, NULL, (size_t*)sendcounts, (size_t*)sdispls, (size_t*)recvcounts, (size_t*)rdispls, datatype, 0, (uintptr_t)comm, (uintptr_t)stream);
 }
 purlinResult_t purlinCollective(const purlinCollectiveDesc_t* desc, purlinComm_t comm, purlinStream_t stream) {
-  GUARD();
+  FLUSH();
   return goCollectiveDesc((purlinCollectiveDesc_t*)desc, (uintptr_t)comm, (uintptr_t)stream);
 }
 purlinResult_t purlinAllReduceEpilogue(const void* sendbuff, void* recvbuff, size_t count, purlinDataType_t datatype, purlinRedOp_t op, const purlinEpilogue_t* epilogue, purlinComm_t comm, purlinStream_t stream) {
-  GUARD();
+  FLUSH();
   return goAllReduceEpilogue((uintptr_t)sendbuff, (uintptr_t)recvbuff, count, datatype, op, (purlinEpilogue_t*)epilogue, (uintptr_t)comm, (uintptr_t)stream);
 }
 
 /* ---------- groups ---------- */
-purlinResult_t purlinGroupStart(void) { GUARD(); return goGroup(1); }
+purlinResult_t purlinGroupStart(void) { GUARD(); return purlinCallGroupStart(); }
 NCCL_ALIASES(GroupStart)
-purlinResult_t purlinGroupEnd(void) { GUARD(); return goGroup(0); }
+purlinResult_t purlinGroupEnd(void) { GUARD(); return purlinCallGroupEnd(); }
 NCCL_ALIASES(GroupEnd)
 
 /* ---------- memory ---------- */
-purlinResult_t purlinMemAlloc(void** ptr, size_t size) { GUARD(); return goMemAlloc(ptr, size); }
+purlinResult_t purlinMemAlloc(void** ptr, size_t size) { FLUSH(); return goMemAlloc(ptr, size); }
 NCCL_ALIASES(MemAlloc)
-purlinResult_t purlinMemFree(void* ptr) { GUARD(); return goMemFree(ptr); }
+purlinResult_t purlinMemFree(void* ptr) { FLUSH(); return goMemFree(ptr); }
 NCCL_ALIASES(MemFree)
 purlinResult_t purlinCommRegister(const purlinComm_t comm, void* buff, size_t size, void** handle) {
-  GUARD(); return goCommRegister((uintptr_t)comm, buff, size, (uintptr_t*)handle);
+  FLUSH(); return goCommRegister((uintptr_t)comm, buff, size, (uintptr_t*)handle);
 }
 NCCL_ALIASES(CommRegister)
 purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle) {
-  GUARD(); return goCommDeregister((uintptr_t)comm, (uintptr_t)handle);
+  FLUSH(); return goCommDeregister((uintptr_t)comm, (uintptr_t)handle);
 }
 NCCL_ALIASES(CommDeregister)
 purlinResult_t purlinCommWindowRegister(purlinComm_t comm, void* buff, size_t size, purlinWindow_t* win, int winFlags) {
-  GUARD(); return goCommWindowRegister((uintptr_t)comm, buff, size, (uintptr_t*)win, winFlags);
+  FLUSH(); return goCommWindowRegister((uintptr_t)comm, buff, size, (uintptr_t*)win, winFlags);
 }
 NCCL_ALIASES(CommWindowRegister)
 purlinResult_t purlinCommWindowDeregister(purlinComm_t comm, purlinWindow_t win) {
-  GUARD(); return goCommWindowDeregister((uintptr_t)comm, (uintptr_t)win);
+  FLUSH(); return goCommWindowDeregister((uintptr_t)comm, (uintptr_t)win);
 }
 NCCL_ALIASES(CommWindowDeregister)

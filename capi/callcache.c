@@ -1,6 +1,7 @@
 /* callcache.c: the C API's call cache (callcache.h). */
 #include "callcache.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,37 @@ typedef struct {
 } set;
 
 static set *sets[kSets];
-static __thread int inGroup;
+
+enum { kHeld = 64, kSendRecv = 11 /* spec.SendRecv */ };
+
+/* A thread's group: how deep it is open, whether Go holds it (inGo), and
+ * else the calls it holds in C, in the order they were made. Made at the
+ * thread's first GroupStart and freed when the thread ends; the thread's
+ * own storage holds only the pointer (a library that Python, say, opens
+ * late gets little of it). */
+typedef struct {
+  int depth, inGo, n;
+  struct {
+    purlinCallKey key;
+    uint64_t send, recv;
+  } held[kHeld];
+} groupState;
+
+static __thread groupState *group;
+static pthread_key_t groupKey;
+static pthread_once_t groupOnce = PTHREAD_ONCE_INIT;
+
+static void makeGroupKey(void) { pthread_key_create(&groupKey, free); }
+
+/* groupOf is the thread's group, made if need be; NULL if it cannot be. */
+static groupState *groupOf(void) {
+  if (group == NULL) {
+    pthread_once(&groupOnce, makeGroupKey);
+    group = calloc(1, sizeof *group);
+    if (group != NULL) pthread_setspecific(groupKey, group);
+  }
+  return group;
+}
 
 static set *setOf(uintptr_t comm) { return __atomic_load_n(&sets[(uint32_t)comm % kSets], __ATOMIC_ACQUIRE); }
 
@@ -52,22 +83,108 @@ static int fits(const purlinCallFacts *f, uint64_t send, uint64_t recv) {
   return disjoint || inPlace;
 }
 
-int purlinCallCached(const purlinCallKey *key, uint64_t send, uint64_t recv) {
+/* serve looks for a record of key that send and recv fit. With issue set it
+ * issues the call by it and reports whether it was enqueued; else it
+ * reports whether there is one. */
+static int serve(const purlinCallKey *key, uint64_t send, uint64_t recv, int issue) {
   set *s = setOf(key->comm);
-  if (s == NULL || inGroup) return 0;
+  if (s == NULL) return 0;
   for (int w = 0; w < kWays; w++) {
     entry *e = &s->ways[w];
     uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
     if ((seq & 1) || e->n <= 0 || e->n > kRecordBytes || !sameKey(&e->key, key) || !fits(&e->facts, send, recv)) continue;
+    if (!issue) return 1;
     _Alignas(16) unsigned char rec[kRecordBytes];
     int32_t n = e->n;
-    issueFn issue = (issueFn)e->issue;
+    issueFn fn = (issueFn)e->issue;
     memcpy(rec, e->rec, (size_t)n);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq) return 0; /* rewritten meanwhile */
-    return issue(rec, send, recv, key->stream) == 0;
+    return fn(rec, send, recv, key->stream) == 0;
   }
   return 0;
+}
+
+/* hold keeps a call of the thread's group g in C when it is a recorded
+ * collective on a communicator the group holds no call of, recording it
+ * first where Go can; anything else moves the group into Go. */
+static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uint64_t recv) {
+  int room = g->n < kHeld && key->coll != kSendRecv;
+  for (int i = 0; i < g->n && room; i++) room = g->held[i].key.comm != key->comm;
+  if (room && !serve(key, send, recv, 0)) {
+    int recorded = 0;
+    purlinResult_t r = goCollectiveRecord(key, send, recv, &recorded);
+    if (r != purlinSuccess) return r; /* refused, as Go's group refuses it */
+    room = recorded && serve(key, send, recv, 0);
+  }
+  if (room) {
+    g->held[g->n].key = *key;
+    g->held[g->n].send = send, g->held[g->n].recv = recv;
+    g->n++;
+    return purlinSuccess;
+  }
+  purlinResult_t f = purlinCallFlush();
+  purlinResult_t r = goCollective(key, send, recv);
+  return r != purlinSuccess ? r : f;
+}
+
+purlinResult_t purlinCall(purlinCallKey *key, uint64_t send, uint64_t recv) {
+  groupState *g = group;
+  if (g == NULL || g->depth == 0) {
+    if (serve(key, send, recv, 1)) return purlinSuccess;
+    return goCollective(key, send, recv);
+  }
+  if (g->inGo) return goCollective(key, send, recv);
+  return hold(g, key, send, recv);
+}
+
+/* toGo hands g's held calls [from, n) to Go's group, which is open, and
+ * returns the first error. */
+static purlinResult_t toGo(groupState *g, int from) {
+  purlinResult_t first = purlinSuccess;
+  for (int i = from; i < g->n; i++) {
+    purlinResult_t r = goCollective(&g->held[i].key, g->held[i].send, g->held[i].recv);
+    if (first == purlinSuccess) first = r;
+  }
+  g->n = 0;
+  return first;
+}
+
+purlinResult_t purlinCallFlush(void) {
+  groupState *g = group;
+  if (g == NULL || g->depth == 0 || g->inGo) return purlinSuccess;
+  g->inGo = 1;
+  for (int d = 0; d < g->depth; d++) goGroup(1);
+  return toGo(g, 0);
+}
+
+purlinResult_t purlinCallGroupStart(void) {
+  groupState *g = groupOf();
+  if (g == NULL) return goGroup(1); /* no memory for it: Go holds it, C counts nothing */
+  if (g->depth++ == 0) g->inGo = 0, g->n = 0;
+  return g->inGo ? goGroup(1) : purlinSuccess;
+}
+
+purlinResult_t purlinCallGroupEnd(void) {
+  groupState *g = group;
+  if (g == NULL || g->depth == 0) return goGroup(0); /* Go's group, or Go says what is wrong */
+  g->depth--;
+  if (g->inGo) {
+    if (g->depth == 0) g->inGo = 0;
+    return goGroup(0);
+  }
+  if (g->depth > 0) return purlinSuccess;
+  /* The outermost group, held in C: each call by its record, in order. A
+   * record declined (its stream is not its communicator's latest) sends it
+   * and the rest to Go as a group of their own. */
+  for (int i = 0; i < g->n; i++) {
+    if (serve(&g->held[i].key, g->held[i].send, g->held[i].recv, 1)) continue;
+    goGroup(1);
+    purlinResult_t first = toGo(g, i), end = goGroup(0);
+    return first != purlinSuccess ? first : end;
+  }
+  g->n = 0;
+  return purlinSuccess;
 }
 
 void *purlinCallRecord(const purlinCallKey *key, int *size) {
@@ -122,5 +239,3 @@ void purlinCallForget(uintptr_t comm) {
     __atomic_fetch_add(&e->seq, 1, __ATOMIC_RELEASE);
   }
 }
-
-void purlinCallInGroup(int open) { inGroup = open; }

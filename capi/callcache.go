@@ -15,18 +15,22 @@ import (
 	"purlin/spec"
 )
 
-// remember records call, which c has just launched outside a group from
-// the arguments in k (callcache.h), so that the next call of k whose
-// buffers pass the same checks is issued from C. It costs a call that
-// misses the cache a Plan lookup and the datapath's record.
-func remember(c *comm.Comm, k *C.purlinCallKey, call *spec.Call) {
+// remember records call, validated by c for the arguments in k, for the
+// call cache (callcache.h), and reports whether it did: the datapath's
+// record of its Plan's launch, and what the checks concluded from its
+// buffers, so that a later call of k whose buffers lead to the same
+// conclusions is issued from C. Outside Go's groups only: a call of a group
+// Go holds is launched with the group's others, maybe merged with them.
+// It costs a call that missed the cache a Plan lookup and the datapath's
+// record.
+func remember(c *comm.Comm, k *C.purlinCallKey, call *spec.Call) bool {
 	if !config.Get().CallCache || comm.InGroup() {
-		return
+		return false
 	}
 	var size C.int
 	rec := C.purlinCallRecord(k, &size)
 	if rec == nil {
-		return
+		return false
 	}
 	var facts C.purlinCallFacts
 	n, issue := 0, uintptr(0)
@@ -34,11 +38,12 @@ func remember(c *comm.Comm, k *C.purlinCallKey, call *spec.Call) {
 	in, out := call.Extents()
 	off, form := call.InPlaceOffset()
 	facts = C.purlinCallFacts{in: C.uint64_t(in), out: C.uint64_t(out), align: C.uint64_t(call.Type.Size()),
-		inPlaceOff: C.uint64_t(off), inPlaceForm: b2i(form), inPlace: b2i(call.InPlace())}
+		inPlaceOff: C.uint64_t(off), inPlaceForm: C.int32_t(b2i(form)), inPlace: C.int32_t(b2i(call.InPlace()))}
 	n, issue = c.Replay(call, uintptr(k.stream), rec, int(size))
+	return n > 0 && issue != 0
 }
 
-func b2i(b bool) C.int32_t {
+func b2i(b bool) C.int {
 	if b {
 		return 1
 	}

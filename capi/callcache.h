@@ -1,17 +1,27 @@
 /* callcache.h: the C API's call cache. Internal to capi/.
  *
- * A collective that the library has launched once, outside a group, is
- * recorded for its communicator under its arguments but the buffers
- * (purlinCallKey), with what Go's checks concluded about the buffers and
- * the datapath's record of the launch (atom.Replayer). A later call with the
- * same key, on a thread without an open group, whose buffers pass the same
- * checks to the same conclusions, is issued from C by that record with its
- * own buffers: it never enters Go. Anything else, and any call the record
- * declines to issue, takes the path through Go, which may record it. */
+ * A collective that Go has validated and planned is recorded for its
+ * communicator under its arguments but the buffers (purlinCallKey), with what
+ * Go's checks concluded about the buffers and the datapath's record of its
+ * launch (atom.Replayer). A later call with the same key whose buffers pass
+ * the same checks to the same conclusions is issued from C by that record
+ * with its own buffers, without entering Go: at once outside a group, at the
+ * group's end inside one. Any other call, and any record the datapath
+ * declines to issue, goes through Go.
+ *
+ * Groups are therefore tracked here first. A thread's group holds its calls
+ * in C while each is a recorded collective on a communicator of its own (the
+ * calls a group of one collective per communicator makes, as a thread that
+ * drives several GPUs does; Go would launch each alone). The first call or
+ * entry point that is anything else moves the group into Go (purlinCallFlush):
+ * Go's group is opened as deep as the thread's, and the held calls are handed
+ * to it in order, as if they had gone there at once. */
 #ifndef PURLIN_CALLCACHE_H_
 #define PURLIN_CALLCACHE_H_
 
 #include <stdint.h>
+
+#include "purlin.h"
 
 /* What selects a record: every argument of a call but its buffers. */
 typedef struct {
@@ -29,9 +39,16 @@ typedef struct {
   int32_t inPlaceForm, inPlace;
 } purlinCallFacts;
 
-/* purlinCallCached issues the call of key with send and recv from its record
- * and returns 1, or returns 0 having done nothing. */
-__attribute__((visibility("hidden"))) int purlinCallCached(const purlinCallKey *key, uint64_t send, uint64_t recv);
+/* purlinCall issues an NCCL-shaped collective: from its record, held in the
+ * thread's group, or through Go. */
+__attribute__((visibility("hidden"))) purlinResult_t purlinCall(purlinCallKey *key, uint64_t send, uint64_t recv);
+
+/* purlinCallGroupStart and purlinCallGroupEnd are ncclGroupStart and
+ * ncclGroupEnd; purlinCallFlush moves the thread's group into Go, and every
+ * other entry point calls it before it enters Go. */
+__attribute__((visibility("hidden"))) purlinResult_t purlinCallGroupStart(void);
+__attribute__((visibility("hidden"))) purlinResult_t purlinCallGroupEnd(void);
+__attribute__((visibility("hidden"))) purlinResult_t purlinCallFlush(void);
 
 /* purlinCallRecord opens a record of key for writing and returns where its
  * datapath part goes (*size bytes), or NULL when none can be written now.
@@ -44,9 +61,11 @@ __attribute__((visibility("hidden"))) void purlinCallCommit(void *rec, const pur
  * that end or finalize a communicator call it before Go sees them. */
 __attribute__((visibility("hidden"))) void purlinCallForget(uintptr_t comm);
 
-/* purlinCallInGroup says whether the calling thread has a group open
- * (comm.InGroup), after each GroupStart and GroupEnd: its calls are queued,
- * never issued from a record. */
-__attribute__((visibility("hidden"))) void purlinCallInGroup(int open);
+/* The Go exports behind the cache (capi/collectives.go): the group calls,
+ * a collective, and a collective validated and recorded, not launched
+ * (*recorded says whether a record was made). */
+purlinResult_t goGroup(int start);
+purlinResult_t goCollective(purlinCallKey *key, uintptr_t send, uintptr_t recv);
+purlinResult_t goCollectiveRecord(purlinCallKey *key, uintptr_t send, uintptr_t recv, int *recorded);
 
 #endif

@@ -15,8 +15,8 @@ import (
 )
 
 // goCollective serves every NCCL-shaped collective that the call cache did
-// not (api.c): k names the collective and holds every argument but the
-// buffers. This is the hot path: no allocation.
+// not (callcache.h): k names the collective and holds every argument but
+// the buffers. This is the hot path: no allocation.
 //
 //export goCollective
 func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t) (res C.purlinResult_t) {
@@ -25,14 +25,42 @@ func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t) (res C.purlinResul
 	if err != nil {
 		return result(nil, err)
 	}
-	call := spec.Call{Coll: spec.Collective(k.coll), Send: uintptr(send), Recv: uintptr(recv), Count: uint64(k.count),
-		Type: spec.DataType(k.dtype), Op: spec.Op{Kind: spec.OpKind(k.op)}, Root: int(k.root), Peer: int(k.peer),
-		IsSend: k.isSend != 0}
+	call := callOf(k, send, recv)
 	if err := c.Collective(&call, uintptr(k.stream)); err != nil {
 		return result(c, err)
 	}
 	remember(c, k, &call)
 	return C.purlinSuccess
+}
+
+// goCollectiveRecord validates a collective of a group the call cache
+// holds and records it without launching it; *recorded says whether it
+// did. A communicator that is not ready (its init deferred to a group, or
+// not done) is left to goCollective: nothing is checked or recorded.
+//
+//export goCollectiveRecord
+func goCollectiveRecord(k *C.purlinCallKey, send, recv C.uintptr_t, recorded *C.int) (res C.purlinResult_t) {
+	defer recovered(&res)
+	*recorded = 0
+	c, err := lookup(C.uintptr_t(k.comm))
+	if err != nil {
+		return result(nil, err)
+	}
+	if !c.Ready() {
+		return C.purlinSuccess
+	}
+	call := callOf(k, send, recv)
+	if err := c.Prepare(&call); err != nil {
+		return result(c, err)
+	}
+	*recorded = b2i(remember(c, k, &call))
+	return C.purlinSuccess
+}
+
+func callOf(k *C.purlinCallKey, send, recv C.uintptr_t) spec.Call {
+	return spec.Call{Coll: spec.Collective(k.coll), Send: uintptr(send), Recv: uintptr(recv), Count: uint64(k.count),
+		Type: spec.DataType(k.dtype), Op: spec.Op{Kind: spec.OpKind(k.op)}, Root: int(k.root), Peer: int(k.peer),
+		IsSend: k.isSend != 0}
 }
 
 // goAllReduceEpilogue is an AllReduce followed by *e (nil: none), on the hot
@@ -121,7 +149,6 @@ func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C
 //export goGroup
 func goGroup(start C.int) (res C.purlinResult_t) {
 	defer recovered(&res)
-	defer func() { C.purlinCallInGroup(C.int(b2i(comm.InGroup()))) }()
 	if start != 0 {
 		return result(nil, comm.GroupStart())
 	}

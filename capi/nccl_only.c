@@ -5,9 +5,11 @@
  * Arguments of unimplemented functions are never read, so their prototypes
  * only need NCCL's return types. */
 #include "capi.h"
+#include "callcache.h"
 #include "_cgo_export.h"
 
-#define GUARD() do { if (purlinForked) return purlinInvalidUsage; } while (0)
+/* Refuses in a forked child; moves a group the call cache holds into Go (api.c's FLUSH). */
+#define GUARD() do { if (purlinForked) return purlinInvalidUsage; purlinCallFlush(); } while (0)
 
 #define NCCL_ONLY(name)                                                   \
   __typeof__(capi_##name) nccl##name __attribute__((alias("capi_" #name))); \

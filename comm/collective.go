@@ -20,13 +20,7 @@ func (c *Comm) Collective(call *spec.Call, stream uintptr) error {
 	if err := c.usableForCall(call); err != nil {
 		return err
 	}
-	call.Rank, call.NRanks = c.rank, c.nranks
-	if call.Coll.Reduces() {
-		if err := c.resolveOp(&call.Op); err != nil {
-			return err
-		}
-	}
-	if err := call.Validate(); err != nil {
+	if err := c.Prepare(call); err != nil {
 		return err
 	}
 	if g := currentGroup(); g != nil {
@@ -35,6 +29,23 @@ func (c *Comm) Collective(call *spec.Call, stream uintptr) error {
 	}
 	return c.launch(call, stream)
 }
+
+// Prepare makes call c's and checks it, as Collective does before it
+// queues or launches it: c's Rank and NRanks, the resolved Op of a custom
+// op handle, then spec.Call.Validate.
+func (c *Comm) Prepare(call *spec.Call) error {
+	call.Rank, call.NRanks = c.rank, c.nranks
+	if call.Coll.Reduces() {
+		if err := c.resolveOp(&call.Op); err != nil {
+			return err
+		}
+	}
+	return call.Validate()
+}
+
+// Ready reports whether c has finished its init and is neither finalized
+// nor destroyed: it takes calls outside a group.
+func (c *Comm) Ready() bool { return c.state.Load() == stateReady }
 
 // usableForCall accepts a ready communicator, and one whose init is
 // deferred to the calling thread's group (its work is queued behind it).
@@ -68,13 +79,13 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	return err
 }
 
-// Replay records the launch of call, which Collective has just launched on
-// stream outside a group, for C to issue again with another input and
-// output (atom.Replayer): the C API's call cache. n is 0 where there is no
-// record: the datapath records none (the host Atom's only for tests, a
-// communicator across nodes never), or the call is not one buffer pair of
-// a Plan cached for its shape (an epilogue's buffers, the V forms' counts,
-// a user's op, whose scalar its handle may come to name anew).
+// Replay records the launch of call on stream, which Prepare has checked
+// (and Collective may have launched), for C to issue with other input and
+// output buffers (atom.Replayer): the C API's call cache. n is 0 where there
+// is no record: the datapath records none (the host Atom's only for tests,
+// a communicator across nodes never), or the call is not one buffer pair
+// of a Plan cached for its shape (an epilogue's buffers, the V forms'
+// counts, a user's op, whose scalar its handle may come to name anew).
 func (c *Comm) Replay(call *spec.Call, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
 	r, ok := c.dp.(atom.Replayer)
 	if !ok || c.state.Load() != stateReady || call.Epilogue.Kind != 0 || call.Coll.Vectored() ||

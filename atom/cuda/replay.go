@@ -15,21 +15,25 @@ import (
 
 var _ atom.Replayer = (*Rank)(nil)
 
-// Replay records plan's launch on stream for C to issue again
-// (atom.Replayer): rec receives a purlinReplay head (launch.h), then the
-// Launch argument, whose first input and output purlin_replay writes at
-// issue. purlin_replay issues it only while stream is the rank's latest,
-// which orders it by itself, as Launch's hot path does. A Plan that is not
-// one kernel launched on stream (a copy-engine Plan, one with an epilogue,
-// one not launched yet) has no record: n is 0.
+// Replay records plan's launch on stream for C to issue (atom.Replayer),
+// uploading plan first if no Launch has: rec receives a purlinReplay head
+// (launch.h), then the Launch argument, whose first input and output
+// purlin_replay writes at issue. purlin_replay issues it only while stream
+// is the rank's latest, which orders it by itself, as Launch's hot path
+// does. A Plan that is not one kernel (a copy-engine Plan, one with an
+// epilogue) has no record: n is 0.
 func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
-	d := r.plans.lookup(plan)
-	if d == nil || d.engine != nil || d.epilogue != [MaxBuffers]spec.EpilogueKind{} || len(plan.Workers) == 0 ||
-		!r.order.sameStream(cuStream(stream)) {
+	n = int(C.purlinReplayArgs) + int(unsafe.Sizeof(launchArgs{}))
+	if len(plan.Workers) == 0 || n > size || cuStream(stream) == streamPerThread {
 		return 0, 0
 	}
-	n = int(C.purlinReplayArgs) + int(unsafe.Sizeof(launchArgs{}))
-	if n > size {
+	d := r.plans.lookup(plan)
+	if d == nil {
+		if inContext(r.ctx, func() (err error) { d, err = r.plans.upload(plan, r.copies); return err }) != nil {
+			return 0, 0
+		}
+	}
+	if d.engine != nil || d.epilogue != [MaxBuffers]spec.EpilogueKind{} {
 		return 0, 0
 	}
 	h := (*C.purlinReplay)(rec)
@@ -42,7 +46,7 @@ func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size 
 	if r.pdl {
 		h.launchEx = C.uintptr_t(hot.launchKernelEx)
 	}
-	var bufs [1]atom.Buffers // patched at issue
+	var bufs [1]atom.Buffers // written at issue
 	r.fillArgs((*launchArgs)(unsafe.Add(rec, C.purlinReplayArgs)), plan, d, bufs[:])
 	return n, uintptr(unsafe.Pointer(C.purlin_replay))
 }

@@ -1,30 +1,44 @@
 /*
- * callcache_unit.c: capi/callcache.c alone, with a fake datapath record
- * (the library's suite, callcache.c, checks it with the real ones): which
- * calls a record serves, what its issue function receives, and what ends a
- * record.
+ * callcache_unit.c: capi/callcache.c alone, with a fake datapath record and
+ * fake Go exports that log what reaches them (the library's suite,
+ * callcache.c, checks the cache with the real ones): which calls a record
+ * serves, what its issue function receives, what ends a record, and how a
+ * group is held in C and handed to Go.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "callcache.h"
 #include "harness.h"
 
+/* What reached the fakes, in order: "I<word>" an issue, "C<comm>" goCollective,
+ * "R<comm>" goCollectiveRecord, "G1"/"G0" goGroup. */
+static char trail[512];
+static void note(const char* fmt, unsigned long long v) {
+  char s[32];
+  snprintf(s, sizeof s, fmt, v);
+  strncat(trail, s, sizeof trail - strlen(trail) - 1);
+}
+static void reset(void) { trail[0] = 0; }
+
 static struct {
-  int calls, result;
+  int result;     /* an issue's result */
+  uint64_t decline; /* an issue of this word returns -1 */
   uint64_t send, recv, word;
   uintptr_t stream;
 } issued;
 
 /* fake_issue stands for a datapath's issue function: its record is one word. */
 static int fake_issue(void* rec, uint64_t send, uint64_t recv, uintptr_t stream) {
-  issued.calls++;
-  memcpy(&issued.word, rec, sizeof issued.word);
-  memset(rec, 0xff, sizeof issued.word); /* the record is the caller's copy */
-  issued.send = send, issued.recv = recv, issued.stream = stream;
+  uint64_t word;
+  memcpy(&word, rec, sizeof word);
+  memset(rec, 0xff, sizeof word); /* the record is the caller's copy */
+  if (word == issued.decline) return -1;
+  note("I%llu ", word);
+  issued.word = word, issued.send = send, issued.recv = recv, issued.stream = stream;
   return issued.result;
 }
 
-static const purlinCallKey base = {.comm = 0x100000001u, .stream = 7, .count = 64, .coll = 0, .dtype = 7, .op = 0};
 /* 64 floats read and written, in place when send == recv. */
 static const purlinCallFacts apart = {.in = 256, .out = 256, .align = 4, .inPlaceForm = 1, .inPlace = 0};
 
@@ -39,26 +53,55 @@ static void record(const purlinCallKey* k, const purlinCallFacts* f, uint64_t wo
   purlinCallCommit(rec, f, n, (uintptr_t)fake_issue);
 }
 
-/* hit calls the cache and reports whether the record issued the call. */
-static int hit(const purlinCallKey* k, uint64_t send, uint64_t recv) {
-  int before = issued.calls;
-  int r = purlinCallCached(k, send, recv);
-  if (r && issued.calls != before + 1) FAILF("a hit without its issue");
-  return r;
+/* The Go exports: goCollectiveRecord records (word: the communicator's
+ * low bits) unless record_mode says it cannot (0) or refuses the call (-1). */
+static int record_mode = 1;
+purlinResult_t goGroup(int start) {
+  note(start ? "G1 " : "G0 ", 0);
+  return purlinSuccess;
+}
+purlinResult_t goCollective(purlinCallKey* key, uintptr_t send, uintptr_t recv) {
+  (void)send, (void)recv;
+  note("C%llu ", key->comm & 0xff);
+  return purlinSuccess;
+}
+purlinResult_t goCollectiveRecord(purlinCallKey* key, uintptr_t send, uintptr_t recv, int* recorded) {
+  (void)send, (void)recv;
+  note("R%llu ", key->comm & 0xff);
+  *recorded = 0;
+  if (record_mode < 0) return purlinInvalidArgument;
+  if (record_mode > 0) {
+    record(key, &apart, key->comm & 0xff, 8);
+    *recorded = 1;
+  }
+  return purlinSuccess;
+}
+
+/* key is a call of communicator number c (each test uses its own numbers). */
+static purlinCallKey key(int c) {
+  purlinCallKey k = {.comm = (1ull << 32) | (uint64_t)c, .stream = 7, .count = 64, .coll = 0, .dtype = 7};
+  return k;
+}
+
+static void expect_trail(const char* want, const char* what) {
+  EXPECT(strcmp(trail, want) == 0, "%s: %s, want %s", what, trail, want);
+  reset();
 }
 
 static void test_serves_its_key(void) {
-  purlinCallKey k = base;
-  k.comm += 1 << 8; /* a communicator of its own */
-  EXPECT(!hit(&k, 0x1000, 0x2000), "an empty cache served a call");
+  purlinCallKey k = key(1);
+  reset();
+  EXPECT(purlinCall(&k, 0x1000, 0x2000) == purlinSuccess, "call failed");
+  expect_trail("C1 ", "an empty cache");
   record(&k, &apart, 42, 8);
-  EXPECT(hit(&k, 0x1000, 0x2000), "the recorded key missed");
-  EXPECT(issued.word == 42 && issued.send == 0x1000 && issued.recv == 0x2000 && issued.stream == 7,
-         "issue got word %llu send %#llx recv %#llx stream %lu", (unsigned long long)issued.word,
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("I42 ", "the recorded key");
+  EXPECT(issued.send == 0x1000 && issued.recv == 0x2000 && issued.stream == 7, "issue got send %#llx recv %#llx stream %lu",
          (unsigned long long)issued.send, (unsigned long long)issued.recv, (unsigned long)issued.stream);
-  EXPECT(hit(&k, 0x1000, 0x2000) && issued.word == 42, "the record changed under its issue's copy");
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("I42 ", "the record after its issue wrote its copy");
   purlinCallKey other[] = {k, k, k, k, k, k, k, k, k};
-  other[0].comm ^= 1ull << 32; /* the same slot, another generation */
+  other[0].comm ^= 1ull << 33; /* the same slot, another generation */
   other[1].stream++;
   other[2].count++;
   other[3].coll++;
@@ -67,103 +110,201 @@ static void test_serves_its_key(void) {
   other[6].root++;
   other[7].peer++;
   other[8].isSend++;
-  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) EXPECT(!hit(&other[i], 0x1000, 0x2000), "key %zu differs, and hit", i);
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    purlinCall(&other[i], 0x1000, 0x2000);
+    EXPECT(trail[0] == 'C', "key %zu differs and did not go to Go: %s", i, trail);
+    reset();
+  }
 }
 
 static void test_buffers_must_fit(void) {
-  purlinCallKey k = base;
-  k.comm += 2 << 8;
+  purlinCallKey k = key(2);
   record(&k, &apart, 1, 8);
   static const struct {
     uint64_t send, recv;
-    int want;
+    int served;
   } cases[] = {
-      {0x1000, 0x2000, 1},  {0x1000, 0x1100, 1},  /* just apart */
-      {0, 0x2000, 0},       {0x1000, 0, 0},       /* NULL */
-      {0x1002, 0x2000, 0},  {0x1000, 0x2001, 0},  /* misaligned */
-      {0x1000, 0x1000, 0},                        /* in place: another Plan */
-      {0x1000, 0x10fc, 0},  {0x10fc, 0x1000, 0},  /* overlapping */
+      {0x1000, 0x2000, 1}, {0x1000, 0x1100, 1}, /* just apart */
+      {0, 0x2000, 0},      {0x1000, 0, 0},      /* NULL */
+      {0x1002, 0x2000, 0}, {0x1000, 0x2001, 0}, /* misaligned */
+      {0x1000, 0x1000, 0},                      /* in place: another Plan */
+      {0x1000, 0x10fc, 0}, {0x10fc, 0x1000, 0}, /* overlapping */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    EXPECT(hit(&k, cases[i].send, cases[i].recv) == cases[i].want, "case %zu: send %#llx recv %#llx", i,
-           (unsigned long long)cases[i].send, (unsigned long long)cases[i].recv);
-
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    reset();
+    purlinCall(&k, cases[i].send, cases[i].recv);
+    EXPECT((trail[0] == 'I') == cases[i].served, "case %zu: send %#llx recv %#llx: %s", i,
+           (unsigned long long)cases[i].send, (unsigned long long)cases[i].recv, trail);
+  }
   purlinCallFacts in_place = apart;
   in_place.inPlace = 1;
   in_place.inPlaceOff = 256; /* the input at slice 1 of the output (AllGather's rank 1): send = recv + 256 */
   in_place.out = 512;
   k.count++;
   record(&k, &in_place, 2, 8);
-  EXPECT(hit(&k, 0x1100, 0x1000), "in place at its offset missed");
-  EXPECT(!hit(&k, 0x1000, 0x1000), "in place at another offset hit");
-  EXPECT(!hit(&k, 0x1000, 0x2000), "apart hit an in-place record");
-
+  reset();
+  purlinCall(&k, 0x1100, 0x1000);
+  purlinCall(&k, 0x1000, 0x1000);
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("I2 C2 C2 ", "in place at its offset, at another, and apart");
   purlinCallFacts no_input = {.out = 256, .align = 4, .inPlaceForm = 1};
   k.count++;
   record(&k, &no_input, 3, 8);
-  EXPECT(hit(&k, 0, 0x2000), "a rank that reads nothing needs no sendbuff");
-  EXPECT(!hit(&k, 0x2000, 0x2000), "a rank of a rooted collective, in place, hit an apart record");
+  purlinCall(&k, 0, 0x2000);
+  purlinCall(&k, 0x2000, 0x2000);
+  expect_trail("I3 C2 ", "a rank that reads nothing; the same in place");
 }
 
 static void test_what_ends_records(void) {
-  purlinCallKey k = base, mine = base;
-  k.comm += 3 << 8;
-  mine.comm += 4 << 8;
-  record(&k, &apart, 1, 8);
-  record(&mine, &apart, 1, 8);
-  purlinCallInGroup(1);
-  EXPECT(!hit(&k, 0x1000, 0x2000), "a call in a group was issued");
-  purlinCallInGroup(0);
-  EXPECT(hit(&k, 0x1000, 0x2000), "a call after the group missed");
-  issued.result = -1;
-  EXPECT(!hit(&k, 0x1000, 0x2000), "a declined issue counted as served");
+  purlinCallKey k = key(3), mine = key(4);
+  record(&k, &apart, 3, 8);
+  record(&mine, &apart, 4, 8);
+  reset();
+  issued.result = 1;
+  purlinCall(&k, 0x1000, 0x2000);
   issued.result = 0;
+  expect_trail("I3 C3 ", "an issue that failed goes to Go");
   purlinCallForget(k.comm);
-  EXPECT(!hit(&k, 0x1000, 0x2000), "a forgotten communicator's call hit");
-  EXPECT(hit(&mine, 0x1000, 0x2000), "forgetting one communicator dropped another's record");
+  purlinCall(&k, 0x1000, 0x2000);
+  purlinCall(&mine, 0x1000, 0x2000);
+  expect_trail("C3 I4 ", "a forgotten communicator, then another's record");
   k.count++;
-  record(&k, &apart, 1, 0);
-  EXPECT(!hit(&k, 0x1000, 0x2000), "an empty record served a call");
+  record(&k, &apart, 3, 0);
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("C3 ", "an empty record");
 }
 
 static void test_ways(void) {
-  purlinCallKey k = base;
-  k.comm += 5 << 8;
+  purlinCallKey k = key(5);
   for (int i = 0; i < 4; i++) {
     k.count = 100 + (uint64_t)i;
-    record(&k, &apart, (uint64_t)i, 8);
+    record(&k, &apart, (uint64_t)(10 + i), 8);
   }
+  reset();
   for (int i = 0; i < 4; i++) {
     k.count = 100 + (uint64_t)i;
-    EXPECT(hit(&k, 0x1000, 0x2000) && issued.word == (uint64_t)i, "shape %d of 4 missed", i);
+    purlinCall(&k, 0x1000, 0x2000);
   }
+  expect_trail("I10 I11 I12 I13 ", "four shapes");
   k.count = 102;
-  record(&k, &apart, 9, 8); /* recorded again: its own way */
+  record(&k, &apart, 19, 8); /* recorded again: its own way */
   for (int i = 0; i < 4; i++) {
     k.count = 100 + (uint64_t)i;
-    EXPECT(hit(&k, 0x1000, 0x2000), "shape %d lost its record to another's new one", i);
+    purlinCall(&k, 0x1000, 0x2000);
   }
-  k.count = 102;
-  EXPECT(hit(&k, 0x1000, 0x2000) && issued.word == 9, "the new record of shape 2 was not used");
+  expect_trail("I10 I11 I19 I13 ", "a shape recorded again");
   k.count = 104;
-  record(&k, &apart, 4, 8); /* a fifth shape takes a way */
+  record(&k, &apart, 14, 8); /* a fifth shape takes a way */
   int kept = 0;
   for (int i = 0; i < 5; i++) {
     k.count = 100 + (uint64_t)i;
-    kept += hit(&k, 0x1000, 0x2000);
+    reset();
+    purlinCall(&k, 0x1000, 0x2000);
+    kept += trail[0] == 'I';
   }
   EXPECT(kept == 4, "%d of 5 shapes kept, want 4", kept);
 }
 
 static void test_one_writer(void) {
-  purlinCallKey k = base;
-  k.comm += 6 << 8;
+  purlinCallKey k = key(6);
   int size = 0;
   void* rec = purlinCallRecord(&k, &size);
   EXPECT(rec != NULL, "no record to write");
-  EXPECT(!hit(&k, 0x1000, 0x2000), "a record being written served a call");
-  if (rec) purlinCallCommit(rec, &apart, 8, (uintptr_t)fake_issue);
-  EXPECT(hit(&k, 0x1000, 0x2000), "the committed record missed");
+  reset();
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("C6 ", "a record being written");
+  uint64_t word = 6;
+  if (rec) memcpy(rec, &word, sizeof word), purlinCallCommit(rec, &apart, 8, (uintptr_t)fake_issue);
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("I6 ", "the committed record");
+}
+
+/* A group of one recorded collective per communicator is held in C and
+ * issued at its end, in order, without Go. */
+static void test_group_held(void) {
+  purlinCallKey a = key(10), b = key(11);
+  record(&a, &apart, 10, 8);
+  reset();
+  EXPECT(purlinCallGroupStart() == purlinSuccess, "GroupStart failed");
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCall(&b, 0x1000, 0x2000); /* not recorded yet: Go records it */
+  expect_trail("R11 ", "calls held");
+  EXPECT(purlinCallGroupEnd() == purlinSuccess, "GroupEnd failed");
+  expect_trail("I10 I11 ", "the group's end");
+  purlinCallGroupStart();
+  purlinCallGroupStart();
+  purlinCall(&b, 0x1000, 0x2000);
+  purlinCallGroupEnd();
+  expect_trail("", "an inner group's end");
+  purlinCallGroupEnd();
+  expect_trail("I11 ", "the outer group's end");
+}
+
+/* Anything but a recorded collective on a communicator of its own moves
+ * the group into Go, its held calls first, as deep as it is open. */
+static void test_group_to_go(void) {
+  purlinCallKey a = key(20), b = key(21);
+  record(&a, &apart, 20, 8);
+  reset();
+  purlinCallGroupStart();
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCall(&a, 0x3000, 0x4000); /* a second call on a */
+  expect_trail("G1 G1 C20 C20 ", "a second call on one communicator");
+  purlinCall(&b, 0x1000, 0x2000);
+  purlinCallGroupEnd();
+  purlinCallGroupEnd();
+  expect_trail("C21 G0 G0 ", "the group in Go");
+  purlinCall(&a, 0x1000, 0x2000);
+  expect_trail("I20 ", "a call after the group");
+
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  EXPECT(purlinCallFlush() == purlinSuccess, "flush failed"); /* another entry point */
+  purlinCallGroupEnd();
+  expect_trail("G1 C20 G0 ", "a flush");
+
+  purlinCallKey send = key(22);
+  send.coll = 11; /* Send */
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCall(&send, 0x1000, 0);
+  purlinCallGroupEnd();
+  expect_trail("G1 C20 C22 G0 ", "a send");
+
+  record_mode = 0; /* Go cannot record it */
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCall(&b, 0x5000, 0x6000);
+  purlinCallGroupEnd();
+  expect_trail("R21 G1 C20 C21 G0 ", "a call Go cannot record");
+  record_mode = -1; /* Go refuses it */
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  EXPECT(purlinCall(&b, 0x5000, 0x6000) == purlinInvalidArgument, "a refused call succeeded");
+  purlinCallGroupEnd();
+  expect_trail("R21 I20 ", "a refused call is dropped");
+  record_mode = 1;
+}
+
+/* A record declined at the group's end (not its communicator's latest
+ * stream) sends it and the calls after it to Go as a group. */
+static void test_group_declined(void) {
+  purlinCallKey a = key(30), b = key(31), c = key(32);
+  record(&a, &apart, 30, 8);
+  record(&b, &apart, 31, 8);
+  record(&c, &apart, 32, 8);
+  issued.decline = 31;
+  reset();
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCall(&b, 0x1000, 0x2000);
+  purlinCall(&c, 0x1000, 0x2000);
+  purlinCallGroupEnd();
+  expect_trail("I30 G1 C31 C32 G0 ", "a declined record");
+  issued.decline = 0;
+  purlinCallGroupEnd();
+  expect_trail("G0 ", "GroupEnd without a group goes to Go");
 }
 
 int main(void) {
@@ -173,5 +314,8 @@ int main(void) {
   RUN(test_what_ends_records);
   RUN(test_ways);
   RUN(test_one_writer);
+  RUN(test_group_held);
+  RUN(test_group_to_go);
+  RUN(test_group_declined);
   return harness_finish();
 }

@@ -5,7 +5,7 @@
  * On one GPU, one rank, one stream: batches of N AllReduce calls of 8 bytes
  * issued back to back without waiting (the GPU runs them behind), timed on
  * the host; then the same for N launches of an empty kernel shaped like the
- * library's (one block of 512 threads, a 536-byte argument, as a plain
+ * library's (one block of 512 threads, a 1048-byte argument: sizeof(Launch), as a plain
  * launch and as a programmatic dependent launch). The batches alternate
  * (library, plain launch, dependent launch, library, ...), so a drift of the
  * host's speed lands on both sides of a pair: the median over pairs of a
@@ -42,12 +42,12 @@
     }                                                                   \
   } while (0)
 
-enum { kMaxBatches = 256, kArgBytes = 536, kThreads = 512 };
+enum { kMaxBatches = 256, kArgBytes = 1048, kThreads = 512 };
 
 /* An empty kernel taking an argument of the library kernel's size. */
 static const char kEmptyPTX[] =
     ".version 8.0\n.target sm_80\n.address_size 64\n"
-    ".visible .entry empty(.param .align 8 .b8 arg[536]) { ret; }\n";
+    ".visible .entry empty(.param .align 8 .b8 arg[1048]) { ret; }\n";
 
 typedef CUresult (*moduleLoadDataFn)(CUmodule*, const void*);
 typedef CUresult (*moduleGetFunctionFn)(CUfunction*, CUmodule, const char*);
