@@ -70,6 +70,27 @@ static ncclComm_t one_rank(void) {
   return c;
 }
 
+/* FIXTURE_TEST defines test name, whose body runs with a one-rank
+ * communicator c and buffers a and b of a_elems and b_elems floats, freed
+ * after it. */
+static void with_fixture(void (*body)(ncclComm_t, float*, float*), size_t a_elems, size_t b_elems) {
+  ncclComm_t c = one_rank();
+  float* a = mem_alloc(a_elems * sizeof(float));
+  float* b = mem_alloc(b_elems * sizeof(float));
+  if (c && a && b) {
+    body(c, a, b);
+  } else {
+    FAILF("no communicator or buffers");
+  }
+  mem_free(a);
+  mem_free(b);
+  if (c) ncclCommDestroy(c);
+}
+#define FIXTURE_TEST(name, a_elems, b_elems)                                 \
+  static void name##_body(ncclComm_t c, float* a, float* b);               \
+  static void name(void) { with_fixture(name##_body, a_elems, b_elems); } \
+  static void name##_body(ncclComm_t c, float* a, float* b)
+
 static int sync_comm(ncclComm_t c) { return purlinCommSynchronize(PC(c)) == purlinSuccess; }
 
 /* fill writes base + i to p[0:n]. */
@@ -123,11 +144,7 @@ static void test_buffers_change(void) {
 
 /* Buffers the path through Go refuses, after the same shape was cached with
  * good ones: every refusal is an error, and the communicator stays usable. */
-static void test_bad_buffers_refused(void) {
-  ncclComm_t c = one_rank();
-  if (!c) return;
-  float* a = mem_alloc((2 * N + 4) * sizeof(float));
-  float* b = mem_alloc(N * sizeof(float));
+FIXTURE_TEST(test_bad_buffers_refused, 2 * N + 4, N) {
   EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "warm-up failed");
   EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "cached call failed");
   EXPECT(ncclAllReduce(a, NULL, N, ncclFloat32, ncclSum, c, 0) == ncclInvalidArgument, "NULL recvbuff accepted");
@@ -142,18 +159,11 @@ static void test_bad_buffers_refused(void) {
   EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "good call after refusals failed");
   EXPECT(sync_comm(c), "sync failed");
   expect_copy("after refusals", b, N, 7);
-  mem_free(a);
-  mem_free(b);
-  ncclCommDestroy(c);
 }
 
 /* AllGather's in-place form is the input at the rank's slice of the output
  * (offset 0 on one rank); Broadcast's root is part of what selects a record. */
-static void test_allgather_and_broadcast(void) {
-  ncclComm_t c = one_rank();
-  if (!c) return;
-  float* a = mem_alloc(N * sizeof(float));
-  float* b = mem_alloc(N * sizeof(float));
+FIXTURE_TEST(test_allgather_and_broadcast, N, N) {
   for (int i = 0; i < 12; i++) {
     fill(a, N, (float)(10 * i));
     float* out = i % 3 == 2 ? a : b;
@@ -166,17 +176,10 @@ static void test_allgather_and_broadcast(void) {
     expect_copy("Broadcast", b, N, (float)(10 * i + 1));
   }
   EXPECT(ncclBroadcast(a, b, N, ncclFloat32, 1, c, 0) == ncclInvalidArgument, "root 1 of 1 rank accepted");
-  mem_free(a);
-  mem_free(b);
-  ncclCommDestroy(c);
 }
 
 /* More shapes than a communicator keeps records of, in turn. */
-static void test_many_shapes(void) {
-  ncclComm_t c = one_rank();
-  if (!c) return;
-  float* a = mem_alloc(N * sizeof(float));
-  float* b = mem_alloc(N * sizeof(float));
+FIXTURE_TEST(test_many_shapes, N, N) {
   for (int i = 0; i < 60; i++) {
     size_t n = 1 + (size_t)(i % 9) * 97;
     fill(a, n, (float)i);
@@ -186,9 +189,6 @@ static void test_many_shapes(void) {
     expect_copy("shape", b, n, (float)i);
     if (element(b, n) != 0) FAILF("call %d of %zu elements wrote element %zu", i, n, n);
   }
-  mem_free(a);
-  mem_free(b);
-  ncclCommDestroy(c);
 }
 
 /* A user op destroyed and made again under the same handle with another
@@ -218,11 +218,7 @@ static void test_premulsum_made_again(void) {
 }
 
 /* Calls in a group are queued for GroupEnd, also a shape cached before. */
-static void test_group(void) {
-  ncclComm_t c = one_rank();
-  if (!c) return;
-  float* a = mem_alloc(N * sizeof(float));
-  float* b = mem_alloc(N * sizeof(float));
+FIXTURE_TEST(test_group, N, N) {
   fill(a, N, 3);
   EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "warm-up failed");
   EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "cached call failed");
@@ -238,9 +234,6 @@ static void test_group(void) {
   EXPECT(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess, "call after the group failed");
   EXPECT(sync_comm(c), "sync failed");
   expect_copy("after the group", b, N, 6);
-  mem_free(a);
-  mem_free(b);
-  ncclCommDestroy(c);
 }
 
 /* After finalize, and after destroy, a cached shape is refused. */
