@@ -32,7 +32,7 @@ typedef struct {
 
 static set *sets[kSets];
 
-enum { kHeld = 64, kSendRecv = 11 /* spec.SendRecv */ };
+enum { kHeld = 64 };
 
 /* A thread's group: how deep it is open, whether Go holds it (inGo), and
  * else the calls it holds in C, in the order they were made. Made at the
@@ -105,11 +105,13 @@ static int serve(const purlinCallKey *key, uint64_t send, uint64_t recv, int iss
   return 0;
 }
 
-/* hold keeps a call of the thread's group g in C when it is a recorded
- * collective on a communicator the group holds no call of, recording it
- * first where Go can; anything else moves the group into Go. */
+/* hold keeps a call of the thread's group g in C when it is recorded and
+ * on a communicator the group holds no call of (Go launches such a call
+ * alone, as outside a group; two on one communicator it may merge, as it
+ * does a send and a receive), recording it first where Go can; anything
+ * else moves the group into Go. */
 static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uint64_t recv) {
-  int room = g->n < kHeld && key->coll != kSendRecv;
+  int room = g->n < kHeld;
   for (int i = 0; i < g->n && room; i++) room = g->held[i].key.comm != key->comm;
   if (room && !serve(key, send, recv, 0)) {
     int recorded = 0;

@@ -258,8 +258,10 @@ static void test_ended(void) {
   mem_free(b);
 }
 
-/* Two ranks, one thread each, calling without groups: every call of a rank
- * after its first of a shape is issued from its record. */
+/* Two ranks, one thread each: AllReduce without groups, then sends and
+ * receives; every call of a rank after its first of a shape is issued from
+ * its record. bad: 0, or the failed call's round (sends and receives from
+ * 101). */
 typedef struct {
   ncclUniqueId id;
   int rank;
@@ -292,6 +294,37 @@ static void* two_ranks_rank(void* p) {
       if (h[j] != 3.0f * (float)(i + j)) {
         t->bad = i + 1;
         break;
+      }
+    }
+  }
+  /* Sends and receives, one call a rank, alone or in a group of its own,
+   * the direction turning every round: each is issued from its record
+   * after its first. */
+  for (int i = 0; i < 40 && !t->bad; i++) {
+    int sender = i % 2, grouped = i % 4 < 2;
+    size_t n = i % 5 == 4 ? 17 : N;
+    float* mine = buf + (i % 3) * N;
+    ncclResult_t r;
+    if (grouped) ncclGroupStart();
+    if (t->rank == sender) {
+      for (size_t j = 0; j < n; j++) h[j] = (float)(i * 7 + j);
+      mem_put(mine, h, n * sizeof(float));
+      r = ncclSend(mine, n, ncclFloat32, 1 - t->rank, c, stream);
+    } else {
+      r = ncclRecv(mine, n, ncclFloat32, 1 - t->rank, c, stream);
+    }
+    if (grouped && ncclGroupEnd() != ncclSuccess) r = ncclInternalError;
+    if (r != ncclSuccess || !sync_comm(c)) {
+      t->bad = 100 + i + 1;
+      break;
+    }
+    if (t->rank != sender) {
+      mem_get(h, mine, n * sizeof(float));
+      for (size_t j = 0; j < n; j++) {
+        if (h[j] != (float)(i * 7 + j)) {
+          t->bad = 100 + i + 1;
+          break;
+        }
       }
     }
   }

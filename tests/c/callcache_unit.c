@@ -71,7 +71,13 @@ purlinResult_t goCollectiveRecord(purlinCallKey* key, uintptr_t send, uintptr_t 
   *recorded = 0;
   if (record_mode < 0) return purlinInvalidArgument;
   if (record_mode > 0) {
-    record(key, &apart, key->comm & 0xff, 8);
+    purlinCallFacts f = apart;
+    if (key->coll == 11) { /* a send reads only, a receive writes only */
+      f.inPlaceForm = 0;
+      if (key->isSend) f.out = 0;
+      else f.in = 0;
+    }
+    record(key, &f, key->comm & 0xff, 8);
     *recorded = 1;
   }
   return purlinSuccess;
@@ -264,13 +270,19 @@ static void test_group_to_go(void) {
   purlinCallGroupEnd();
   expect_trail("G1 C20 G0 ", "a flush");
 
-  purlinCallKey send = key(22);
-  send.coll = 11; /* Send */
+  purlinCallKey send = key(22), recv = key(22);
+  send.coll = recv.coll = 11; /* Send, Recv */
+  send.isSend = 1;
   purlinCallGroupStart();
   purlinCall(&a, 0x1000, 0x2000);
   purlinCall(&send, 0x1000, 0);
   purlinCallGroupEnd();
-  expect_trail("G1 C20 C22 G0 ", "a send");
+  expect_trail("R22 I20 I22 ", "a send alone on its communicator");
+  purlinCallGroupStart();
+  purlinCall(&send, 0x1000, 0);
+  purlinCall(&recv, 0, 0x2000);
+  purlinCallGroupEnd();
+  expect_trail("G1 C22 C22 G0 ", "a send and a receive on one communicator");
 
   record_mode = 0; /* Go cannot record it */
   purlinCallGroupStart();
