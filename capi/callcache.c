@@ -48,6 +48,9 @@ typedef struct {
 } groupState;
 
 static __thread groupState *group;
+/* off: PURLIN_CALL_CACHE=0, as Go said at the first call it was asked to
+ * record: groups then go to Go from their start, as calls do. */
+static int off;
 static pthread_key_t groupKey;
 static pthread_once_t groupOnce = PTHREAD_ONCE_INIT;
 
@@ -117,7 +120,8 @@ static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uin
     int recorded = 0;
     purlinResult_t r = goCollectiveRecord(key, send, recv, &recorded);
     if (r != purlinSuccess) return r; /* refused, as Go's group refuses it */
-    room = recorded && serve(key, send, recv, 0);
+    if (recorded < 0) __atomic_store_n(&off, 1, __ATOMIC_RELAXED);
+    room = recorded > 0 && serve(key, send, recv, 0);
   }
   if (room) {
     g->held[g->n].key = *key;
@@ -163,7 +167,7 @@ purlinResult_t purlinCallFlush(void) {
 purlinResult_t purlinCallGroupStart(void) {
   groupState *g = groupOf();
   if (g == NULL) return goGroup(1); /* no memory for it: Go holds it, C counts nothing */
-  if (g->depth++ == 0) g->inGo = 0, g->n = 0;
+  if (g->depth++ == 0) g->inGo = __atomic_load_n(&off, __ATOMIC_RELAXED), g->n = 0;
   return g->inGo ? goGroup(1) : purlinSuccess;
 }
 

@@ -63,7 +63,7 @@ __attribute__((visibility("hidden"))) void purlinCallForget(uintptr_t comm);
 
 /* The Go exports behind the cache (capi/collectives.go): the group calls,
  * a collective, and a collective validated and recorded, not launched
- * (*recorded says whether a record was made). */
+ * (*recorded: 1 recorded, 0 not, -1 never: PURLIN_CALL_CACHE=0). */
 purlinResult_t goGroup(int start);
 purlinResult_t goCollective(purlinCallKey *key, uintptr_t send, uintptr_t recv);
 purlinResult_t goCollectiveRecord(purlinCallKey *key, uintptr_t send, uintptr_t recv, int *recorded);

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"purlin/comm"
+	"purlin/config"
 	"purlin/errs"
 	"purlin/spec"
 )
@@ -35,13 +36,18 @@ func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t) (res C.purlinResul
 
 // goCollectiveRecord validates a collective of a group the call cache
 // holds and records it without launching it; *recorded says whether it
-// did. A communicator that is not ready (its init deferred to a group, or
-// not done) is left to goCollective: nothing is checked or recorded.
+// did (-1: the cache is off). A communicator that is not ready (its init
+// deferred to a group, or not done) is left to goCollective: nothing is
+// checked or recorded.
 //
 //export goCollectiveRecord
 func goCollectiveRecord(k *C.purlinCallKey, send, recv C.uintptr_t, recorded *C.int) (res C.purlinResult_t) {
 	defer recovered(&res)
 	*recorded = 0
+	if !config.Get().CallCache {
+		*recorded = -1
+		return C.purlinSuccess
+	}
 	c, err := lookup(C.uintptr_t(k.comm))
 	if err != nil {
 		return result(nil, err)

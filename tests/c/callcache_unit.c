@@ -54,7 +54,8 @@ static void record(const purlinCallKey* k, const purlinCallFacts* f, uint64_t wo
 }
 
 /* The Go exports: goCollectiveRecord records (word: the communicator's
- * low bits) unless record_mode says it cannot (0) or refuses the call (-1). */
+ * low bits) unless record_mode says it cannot (0), refuses the call (-1)
+ * or the cache is off (-2). */
 static int record_mode = 1;
 purlinResult_t goGroup(int start) {
   note(start ? "G1 " : "G0 ", 0);
@@ -69,6 +70,10 @@ purlinResult_t goCollectiveRecord(purlinCallKey* key, uintptr_t send, uintptr_t 
   (void)send, (void)recv;
   note("R%llu ", key->comm & 0xff);
   *recorded = 0;
+  if (record_mode == -2) {
+    *recorded = -1; /* PURLIN_CALL_CACHE=0 */
+    return purlinSuccess;
+  }
   if (record_mode < 0) return purlinInvalidArgument;
   if (record_mode > 0) {
     purlinCallFacts f = apart;
@@ -319,6 +324,23 @@ static void test_group_declined(void) {
   expect_trail("G0 ", "GroupEnd without a group goes to Go");
 }
 
+/* With the cache off (Go says so when first asked to record), groups go to
+ * Go from their start. Last: the setting holds for the process. */
+static void test_cache_off(void) {
+  purlinCallKey a = key(40);
+  record_mode = -2;
+  reset();
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCallGroupEnd();
+  expect_trail("R40 G1 C40 G0 ", "the call that finds the cache off");
+  purlinCallGroupStart();
+  purlinCall(&a, 0x1000, 0x2000);
+  purlinCallGroupEnd();
+  expect_trail("G1 C40 G0 ", "a group after it");
+  record_mode = 1;
+}
+
 int main(void) {
   harness_init("callcache_unit", 60);
   RUN(test_serves_its_key);
@@ -329,5 +351,6 @@ int main(void) {
   RUN(test_group_held);
   RUN(test_group_to_go);
   RUN(test_group_declined);
+  RUN(test_cache_off);
   return harness_finish();
 }
