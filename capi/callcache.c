@@ -130,7 +130,7 @@ static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uin
     return purlinSuccess;
   }
   purlinResult_t f = purlinCallFlush();
-  purlinResult_t r = goCollective(key, send, recv);
+  purlinResult_t r = goCollective(key, send, recv, 1);
   return r != purlinSuccess ? r : f;
 }
 
@@ -138,9 +138,9 @@ purlinResult_t purlinCall(purlinCallKey *key, uint64_t send, uint64_t recv) {
   groupState *g = group;
   if (g == NULL || g->depth == 0) {
     if (serve(key, send, recv, 1)) return purlinSuccess;
-    return goCollective(key, send, recv);
+    return goCollective(key, send, recv, 0);
   }
-  if (g->inGo) return goCollective(key, send, recv);
+  if (g->inGo) return goCollective(key, send, recv, 1);
   return hold(g, key, send, recv);
 }
 
@@ -149,7 +149,7 @@ purlinResult_t purlinCall(purlinCallKey *key, uint64_t send, uint64_t recv) {
 static purlinResult_t toGo(groupState *g, int from) {
   purlinResult_t first = purlinSuccess;
   for (int i = from; i < g->n; i++) {
-    purlinResult_t r = goCollective(&g->held[i].key, g->held[i].send, g->held[i].recv);
+    purlinResult_t r = goCollective(&g->held[i].key, g->held[i].send, g->held[i].recv, 1);
     if (first == purlinSuccess) first = r;
   }
   g->n = 0;

@@ -19,12 +19,13 @@ import (
 // call cache (callcache.h), and reports whether it did: the datapath's
 // record of its Plan's launch, and what the checks concluded from its
 // buffers, so that a later call of k whose buffers lead to the same
-// conclusions is issued from C. Outside Go's groups only: a call of a group
-// Go holds is launched with the group's others, maybe merged with them.
-// It costs a call that missed the cache a Plan lookup and the datapath's
+// conclusions is issued from C. Never for a call of a group Go holds,
+// which Go launches with the group's others, maybe merged with them: the
+// C side, which tracks the thread's groups, calls it outside those. It
+// costs a call that missed the cache a Plan lookup and the datapath's
 // record.
 func remember(c *comm.Comm, k *C.purlinCallKey, call *spec.Call) bool {
-	if !config.Get().CallCache || comm.InGroup() {
+	if !config.Get().CallCache {
 		return false
 	}
 	var size C.int

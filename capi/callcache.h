@@ -62,10 +62,11 @@ __attribute__((visibility("hidden"))) void purlinCallCommit(void *rec, const pur
 __attribute__((visibility("hidden"))) void purlinCallForget(uintptr_t comm);
 
 /* The Go exports behind the cache (capi/collectives.go): the group calls,
- * a collective, and a collective validated and recorded, not launched
- * (*recorded: 1 recorded, 0 not, -1 never: PURLIN_CALL_CACHE=0). */
+ * a collective (grouped: in Go's group, which queues it), and a collective
+ * validated and recorded, not launched (*recorded: 1 recorded, 0 not, -1
+ * never: PURLIN_CALL_CACHE=0). */
 purlinResult_t goGroup(int start);
-purlinResult_t goCollective(purlinCallKey *key, uintptr_t send, uintptr_t recv);
+purlinResult_t goCollective(purlinCallKey *key, uintptr_t send, uintptr_t recv, int grouped);
 purlinResult_t goCollectiveRecord(purlinCallKey *key, uintptr_t send, uintptr_t recv, int *recorded);
 
 #endif

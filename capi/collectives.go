@@ -17,10 +17,11 @@ import (
 
 // goCollective serves every NCCL-shaped collective that the call cache did
 // not (callcache.h): k names the collective and holds every argument but
-// the buffers. This is the hot path: no allocation.
+// the buffers; grouped says Go's group holds it (queued, not launched:
+// nothing to record). This is the hot path: no allocation.
 //
 //export goCollective
-func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t) (res C.purlinResult_t) {
+func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t, grouped C.int) (res C.purlinResult_t) {
 	defer recovered(&res)
 	c, err := lookup(C.uintptr_t(k.comm))
 	if err != nil {
@@ -30,7 +31,9 @@ func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t) (res C.purlinResul
 	if err := c.Collective(&call, uintptr(k.stream)); err != nil {
 		return result(c, err)
 	}
-	remember(c, k, &call)
+	if grouped == 0 {
+		remember(c, k, &call)
+	}
 	return C.purlinSuccess
 }
 

@@ -90,9 +90,6 @@ func currentGroup() *group {
 	return groups.byTid[tid]
 }
 
-// InGroup reports whether the calling thread has a group open.
-func InGroup() bool { return currentGroup() != nil }
-
 // GroupStart opens (or nests) the calling thread's group.
 func GroupStart() error {
 	tid := unix.Gettid()

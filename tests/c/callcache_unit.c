@@ -61,8 +61,8 @@ purlinResult_t goGroup(int start) {
   note(start ? "G1 " : "G0 ", 0);
   return purlinSuccess;
 }
-purlinResult_t goCollective(purlinCallKey* key, uintptr_t send, uintptr_t recv) {
-  (void)send, (void)recv;
+purlinResult_t goCollective(purlinCallKey* key, uintptr_t send, uintptr_t recv, int grouped) {
+  (void)send, (void)recv, (void)grouped;
   note("C%llu ", key->comm & 0xff);
   return purlinSuccess;
 }
