@@ -88,7 +88,7 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 // counts, a user's op, whose scalar its handle may come to name anew).
 func (c *Comm) Replay(call *spec.Call, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
 	r, ok := c.dp.(atom.Replayer)
-	if !ok || c.state.Load() != stateReady || call.Epilogue.Kind != 0 || call.Coll.Vectored() ||
+	if !ok || !c.Ready() || call.Epilogue.Kind != 0 || call.Coll.Vectored() ||
 		call.Op.Kind >= spec.NumOps {
 		return 0, 0
 	}

@@ -29,9 +29,6 @@ typedef struct {
 typedef int (*launchKernelExFn)(const launchConfig *config, void *f, void **params, void **extra);
 enum { launchAttributeProgrammaticStreamSerialization = 6 };
 
-/* CU_STREAM_PER_THREAD: one handle naming a different stream on every thread. */
-enum { streamPerThread = 2 };
-
 int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t launch,
                   uintptr_t launchEx, uintptr_t ctxAddr, uintptr_t fn, unsigned grid,
                   unsigned gridY, unsigned block, uintptr_t stream, void *arg) {
@@ -62,9 +59,9 @@ int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t
 
 int purlin_replay(void *rec, uint64_t send, uint64_t recv, uintptr_t stream) {
   const purlinReplay *h = (const purlinReplay *)rec;
-  /* As launchOrder.sameStream: another stream, or the per-thread one, needs
-   * the slow path's ordering. */
-  if (stream == streamPerThread || __atomic_load_n(h->last, __ATOMIC_ACQUIRE) != ~(uint64_t)stream) return -1;
+  /* As launchOrder.sameStream: another stream needs the slow path's
+   * ordering (Replay records none for the per-thread stream). */
+  if (__atomic_load_n(h->last, __ATOMIC_ACQUIRE) != ~(uint64_t)stream) return -1;
   unsigned char *arg = (unsigned char *)rec + purlinReplayArgs;
   memcpy(arg + h->send, &send, sizeof send);
   memcpy(arg + h->recv, &recv, sizeof recv);
