@@ -19,7 +19,10 @@
 //
 // Sizes are nccl-tests' (the largest buffer of a rank, in bytes), so rows
 // line up with purlin-perf's. COLLECTIVE is one of allreduce, allgather,
-// reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv.
+// reducescatter, alltoall, broadcast, reduce, gather, scatter, sendrecv,
+// allgathercolumns, reducescattercolumns; a column block's
+// matrix has purlin-perf's rows (the largest power of two up to 64 that
+// divides a rank's count).
 package main
 
 import (
@@ -87,7 +90,7 @@ func parse(args []string) (options, error) {
 	switch o.coll {
 	case spec.NumCollectives:
 		return o, fmt.Errorf("unknown collective %q", fs.Arg(0))
-	case spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV:
+	case spec.AllGatherV, spec.ReduceScatterV, spec.AllToAllV, spec.AllToAllMatrix:
 		return o, fmt.Errorf("%s needs counts per rank, which purlin-plan does not take", o.coll)
 	}
 	o.dtype = -1
@@ -149,16 +152,30 @@ func call(o options, bytes uint64) *spec.Call {
 		Send: 1 << 40, Recv: 2 << 40}
 	c.Count = bytes / uint64(o.dtype.Size())
 	switch c.Coll {
-	case spec.AllGather, spec.ReduceScatter, spec.AllToAll, spec.Gather, spec.Scatter:
+	case spec.AllGather, spec.ReduceScatter, spec.AllToAll, spec.Gather, spec.Scatter, spec.AllGatherColumns, spec.ReduceScatterColumns:
 		c.Count /= uint64(o.ranks)
 	case spec.SendRecv:
 		c.Peer, c.IsSend = (o.rank+1)%o.ranks, true
+	}
+	if c.Coll.Columns() {
+		c.Rows = columnRows(c.Count)
 	}
 	if o.hidden != 0 {
 		c.Epilogue = spec.Epilogue{Kind: spec.EpilogueResidualAdd | spec.EpilogueRMSNorm, Hidden: o.hidden,
 			Residual: 3 << 40, Weight: 4 << 40, Eps: 1e-6}
 	}
 	return c
+}
+
+// columnRows is the matrix's rows of a column-block call of count
+// elements a rank, as purlin-perf chooses them: the largest power of two
+// up to 64 that divides count.
+func columnRows(count uint64) uint64 {
+	rows := uint64(64)
+	for rows > 1 && count%rows != 0 {
+		rows /= 2
+	}
+	return rows
 }
 
 func report(w io.Writer, o options) error {

@@ -49,10 +49,19 @@ func TestRegimesAndBlocks(t *testing.T) {
 	r = rows(t, "-ranks", "4", "-type", "int8", "-from", "8", "-to", "8", "allgather")
 	require.Equal(t, [][]string{{"8", "packet", "2", "0", "6"}}, r)
 
-	// -steps lists block 0's steps under its row.
-	o, err := parse([]string{"-from", "8", "-to", "8", "-steps", "sendrecv"})
+	// A column block's matrix has purlin-perf's rows (64 at 2 KiB: rows
+	// of 16 bytes a rank), which its steps stride over.
+	o, err := parse([]string{"-from", "2K", "-to", "2K", "-steps", "reducescattercolumns"})
 	require.NoError(t, err)
 	var out bytes.Buffer
+	require.NoError(t, report(&out, o))
+	require.Contains(t, out.String(), "\n          2048  packet ")
+	require.Contains(t, out.String(), "Pitch:32}")
+
+	// -steps lists block 0's steps under its row.
+	o, err = parse([]string{"-from", "8", "-to", "8", "-steps", "sendrecv"})
+	require.NoError(t, err)
+	out.Reset()
 	require.NoError(t, report(&out, o))
 	require.Contains(t, out.String(), "    wait ")
 	require.Contains(t, out.String(), "    copy ")
@@ -89,7 +98,7 @@ func TestBadArguments(t *testing.T) {
 		{}, {"allreduce", "allgather"}, {"nosuch"}, {"-type", "float7", "allreduce"},
 		{"-ranks", "9", "allreduce"}, {"-rank", "2", "allreduce"}, {"-from", "0", "allreduce"},
 		{"-to", "1X", "allreduce"}, {"-factor", "1", "allreduce"}, {"-op", "mean", "allreduce"},
-		{"-nodes", "3", "-ranks", "4", "allreduce"}, {"-nodes", "2", "-ranks", "18", "allreduce"},
+		{"-nodes", "3", "-ranks", "4", "allreduce"}, {"-nodes", "2", "-ranks", "18", "allreduce"}, {"alltoallmatrix"},
 	} {
 		_, err := parse(args)
 		require.Error(t, err, "%q", args)
