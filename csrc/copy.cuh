@@ -216,11 +216,24 @@ __device__ __forceinline__ void storeBytes(uint64_t addr, uint64_t w, uint32_t v
     if (b < valid) ((uint8_t*)addr)[b] = (uint8_t)(w >> (8 * b));
 }
 
+/** chunkAt is where payload chunk c (8 bytes) of step s lies in plain Ref r
+ * resolved at base: 8c bytes on, or in r's rows when r is strided (snac
+ * keeps a packet step's rows and first column whole packets, so no chunk
+ * straddles two rows; a packet step is far below 4 GiB, so 32 bits count
+ * its bytes). */
+__device__ __forceinline__ uint64_t chunkAt(const Step& s, const Ref& r, uint64_t base, uint64_t c) {
+  if (r.pitch == 0) return base + 8 * c;
+  const uint32_t at = s.col + 8 * (uint32_t)c, row = at / s.row;
+  return base + (uint64_t)row * r.pitch + (at - row * s.row) - s.col;
+}
+
 /** movePackets runs a Copy or Reduce step of which some Ref is in packet
  * space: each thread takes 8-byte chunks, reads each source word (waiting
  * for packet sources), combines them with combine(n, load) and writes a
- * plain word or a packet. Returns this thread's status. */
-template <typename Combine>
+ * plain word or a packet. With Rows, a strided plain Ref (a column block's
+ * rows) is found chunk by chunk (chunkAt), so every thread's packets of
+ * many short rows are in flight at once. Returns this thread's status. */
+template <bool Rows, typename Combine>
 __device__ __forceinline__ uint32_t movePackets(const Launch& L, const Step& s, uint64_t epoch,
                                                 uint64_t dst, const uint64_t* src, int n,
                                                 const Combine& combine) {
@@ -235,12 +248,12 @@ __device__ __forceinline__ uint32_t movePackets(const Launch& L, const Step& s, 
       uint64_t w = 0;
       if (st) return 0;
       if (s.src[j].space == kSpacePacket) st = loadPacket(L, src[j] + 16 * c, flag, &w);
-      else w = loadBytes(src[j] + 8 * c, valid);
+      else w = loadBytes(Rows ? chunkAt(s, s.src[j], src[j], c) : src[j] + 8 * c, valid);
       return w;
     });
     if (st) return st;
     if (dstPacket) storePacket(dst + 16 * c, out, flag);
-    else storeBytes(dst + 8 * c, out, valid);
+    else storeBytes(Rows ? chunkAt(s, s.dst, dst, c) : dst + 8 * c, out, valid);
   }
   return kStatusOK;
 }

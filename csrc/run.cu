@@ -141,36 +141,41 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
   d.kind = !ok ? kKindBadRef : packet ? kKindPacket : s.verb == kCopy ? kKindCopy : kKindReduce;
 }
 
-/** reducePackets runs a Reduce with reducer R of which some Ref is in packet space. */
-template <typename R>
+/** reducePackets runs a Reduce with reducer R of which some Ref is in packet
+ * space (Rows: strided Refs, movePackets). */
+template <bool Rows, typename R>
 __device__ __forceinline__ uint32_t reducePackets(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
                                                   const uint64_t* src, int n, const R& r) {
-  return movePackets(L, s, epoch, dst, src, n, [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
+  return movePackets<Rows>(L, s, epoch, dst, src, n, [&](int m, auto load) { return reduceWords<R, uint64_t>(r, m, load); });
 }
 
-/** move runs a Copy (n = 1, the identity) or a Reduce with reducer R. */
+/** copyPackets runs a Copy of which some Ref is in packet space (Rows:
+ * strided Refs, movePackets). */
+template <bool Rows>
+__device__ __forceinline__ uint32_t copyPackets(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
+                                                const uint64_t* src) {
+  return movePackets<Rows>(L, s, epoch, dst, src, 1, [](int, auto load) { return load(0); });
+}
+
+/** copyPacketRows is copyPackets of a column block's rows, kept out of line
+ * so that purlin_run's loop holds no registers for them. */
+__device__ __noinline__ uint32_t copyPacketRows(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
+                                                const uint64_t* src) {
+  return copyPackets<true>(L, s, epoch, dst, src);
+}
+
+/** move runs a Reduce with reducer R. */
 template <typename R>
 __device__ __forceinline__ uint32_t move(const Launch& L, const Step& s, uint64_t epoch, bool packet,
                                          uint64_t dst, const uint64_t* src, int n, const R& r) {
   if (packet) {
-    if (s.verb == kCopy)
-      return movePackets(L, s, epoch, dst, src, 1, [](int, auto load) { return load(0); });
-    return reducePackets(L, s, epoch, dst, src, n, r);
+    if (s.row != 0) return reducePackets<true>(L, s, epoch, dst, src, n, r);
+    return reducePackets<false>(L, s, epoch, dst, src, n, r);
   }
-  if (s.verb == kCopy) copyPlain(dst, src[0], s.bytes);
-  else if (s.row != 0) reduceRows(r, s, dst, src, n);
+  if (s.row != 0) reduceRows(r, s, dst, src, n);
   else reducePlain(r, dst, src, n, s.bytes);
   return kStatusOK;
 }
-
-/** The Copy path needs no reducer; this one is never called. */
-struct NoReducer {
-  using T = uint8_t;
-  using A = uint8_t;
-  __device__ A first(T x, int) const { return x; }
-  __device__ A combine(A a, T, int) const { return a; }
-  __device__ T finish(A a) const { return a; }
-};
 
 template <int DT, int FAMILY>
 __device__ __noinline__ uint32_t reduceStep(const Launch& L, const Step& s, uint64_t epoch, bool packet,
@@ -212,16 +217,17 @@ __device__ uint32_t reduce(const Launch& L, const Step& s, uint64_t epoch, bool 
  * loop itself: through the call every other Reduce takes (reduce), such a
  * step costs about 1,200 cycles more, twice a packet Copy's
  * (tests/gpu/stepbench.cu), so the hottest types, float32 and bfloat16,
- * take this path. */
+ * take this path (rows of a column block take the other). */
 template <int DT>
 __device__ __forceinline__ uint32_t sumPackets(const Launch& L, const Step& s, uint64_t epoch, uint64_t dst,
                                                const uint64_t* src) {
   const Reducer<DT, kFamilySum> r(blockOp, s);
-  return reducePackets(L, s, epoch, dst, src, s.nsrc, r);
+  return reducePackets<false>(L, s, epoch, dst, src, s.nsrc, r);
 }
 
-/** moveStep executes one Copy or Reduce of contiguous bytes with the whole
- * block, from its decoded addresses for this epoch's parity; returns this
+/** moveStep executes one Copy or Reduce with the whole block (strided Refs:
+ * a Reduce or a step through packets; runStep copies plain rows), from its
+ * decoded addresses for this epoch's parity; returns this
  * thread's status (a plain step cannot fail; a packet step fails in the
  * threads whose packets never came). */
 __device__ __forceinline__ uint32_t moveStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
@@ -232,9 +238,10 @@ __device__ __forceinline__ uint32_t moveStep(const Launch& L, const Step& s, con
       copyPlain(d.dst[p], d.src[p][0], s.bytes);
       return kStatusOK;
     }
-    return move(L, s, epoch, true, d.dst[p], d.src[p], 1, NoReducer{});
+    if (s.row != 0) return copyPacketRows(L, s, epoch, d.dst[p], d.src[p]);
+    return copyPackets<false>(L, s, epoch, d.dst[p], d.src[p]);
   }
-  if (packet && L.op == kSum) {  // the small AllReduce, ReduceScatter and Reduce of most callers
+  if (packet && L.op == kSum && s.row == 0) {  // the small AllReduce, ReduceScatter and Reduce of most callers
     if (L.dtype == kFloat32) return sumPackets<kFloat32>(L, s, epoch, d.dst[p], d.src[p]);
     if (L.dtype == kBfloat16) return sumPackets<kBfloat16>(L, s, epoch, d.dst[p], d.src[p]);
   }
@@ -244,51 +251,15 @@ __device__ __forceinline__ uint32_t moveStep(const Launch& L, const Step& s, con
   return reduce(L, s, epoch, packet, d.dst[p], src);
 }
 
-/** nextRun is where a Ref resolved at addr for the run [k, k+run) of step s
- * lies for the run after it: the next row's start for a strided Ref, run
- * bytes on for a plain one, two a payload byte in packet space. */
-__device__ __forceinline__ uint64_t nextRun(const Step& s, const Ref& r, uint64_t addr, uint64_t k, uint64_t run) {
-  if (r.space == kSpacePacket) return addr + 2 * run;
-  if (r.pitch == 0) return addr + run;
-  return addr - (k == 0 ? s.col : 0) + r.pitch;
-}
-
 /** runStep executes one Copy or Reduce (moveStep). A step with strided Refs
  * (a column block's rows) in plain memory moves them all at once (copyRows,
- * or reduceRows through move); a step through packets runs one run of its
- * bytes at a time, each
- * contiguous in every Ref (the first from s.col to its row's end, then whole
- * rows), as a step of its own: rows, s cut to the run at the run's
- * addresses, through the same moveStep, so the plain path keeps one copy of
- * it. atom/cuda checked the rows; snac cuts packet steps' rows at packet ends. */
+ * or reduceRows through move); one through packets finds each chunk's row
+ * (movePackets). atom/cuda checked the rows; snac cuts packet steps' rows at
+ * packet ends. */
 __device__ __forceinline__ uint32_t runStep(const Launch& L, const Step& s, const Decoded& d, uint64_t epoch) {
-  if (s.row == 0) return moveStep(L, s, d, epoch);
+  if (s.row == 0 || d.kind == kKindPacket || s.verb != kCopy) return moveStep(L, s, d, epoch);
   const uint32_t p = (uint32_t)(epoch & 1);
-  if (d.kind != kKindPacket) {
-    if (s.verb != kCopy) return moveStep(L, s, d, epoch);  // move: reduceRows
-    copyRows(d.dst[p], s.dst.pitch, d.src[p][0], s.src[0].pitch, s.bytes, s.row, s.col);
-    return kStatusOK;
-  }
-  __shared__ Step rows;
-  __shared__ Decoded at;
-  const int n = s.verb == kCopy ? 1 : s.nsrc;
-  if (threadIdx.x == 0) {
-    rows = s, rows.row = 0, at.kind = d.kind;
-    at.dst[p] = d.dst[p];
-    for (int j = 0; j < n; j++) at.src[p][j] = d.src[p][j];
-  }
-  for (uint64_t k = 0, run = min((uint64_t)(s.row - s.col), s.bytes); k < s.bytes;) {
-    if (threadIdx.x == 0) rows.bytes = run;
-    __syncthreads();
-    const uint32_t st = moveStep(L, rows, at, epoch);
-    if (__syncthreads_or(st != kStatusOK)) return st;  // and every thread is done with the run
-    if (threadIdx.x == 0) {
-      at.dst[p] = nextRun(s, s.dst, at.dst[p], k, run);
-      for (int j = 0; j < n; j++) at.src[p][j] = nextRun(s, s.src[j], at.src[p][j], k, run);
-    }
-    k += run;
-    run = min((uint64_t)s.row, s.bytes - k);
-  }
+  copyRows(d.dst[p], s.dst.pitch, d.src[p][0], s.src[0].pitch, s.bytes, s.row, s.col);
   return kStatusOK;
 }
 
