@@ -74,19 +74,21 @@ type Rank interface {
 }
 
 // Replayer is the optional part of a Rank that can record a launch for C
-// code to issue with another input and output, without entering Go (the C
-// API's call cache). Replay writes a record of plan's launch on stream, with
-// one buffer pair, into rec (C memory of size bytes), and returns its length
-// and issue, the address of a C function
+// code to issue with other inputs and outputs, without entering Go (the C
+// API's call cache). Replay writes a record of plan's launch on stream into
+// rec (C memory of size bytes), and returns its length and issue, the
+// address of a C function
 //
-//	int issue(void *rec, uint64_t send, uint64_t recv, uintptr_t stream)
+//	int issue(void *rec, const uint64_t *bufs, int n, uintptr_t stream)
 //
-// that enqueues it as Launch would with Buffers{Send: send, Recv: recv},
-// given a copy of the record it may write. issue returns 0 once enqueued,
-// else non-zero with nothing enqueued: the caller then goes through
-// Launch, which does what issue declined (say, a stream other than the
-// rank's latest, which Launch orders after it) or reports its error. n is 0
-// where plan has no record. A record stays valid until the Rank is closed.
+// that enqueues it as Launch would with n Buffers, Buffers i being
+// {Send: bufs[2i], Recv: bufs[2i+1]} (n at most MaxBuffers, the buffers
+// plan uses), given a copy of the record it may write. issue returns 0
+// once enqueued, else non-zero with nothing enqueued: the caller then goes
+// through Launch, which does what issue declined (say, a stream other than
+// the rank's latest, which Launch orders after it) or reports its error. n
+// is 0 where plan has no record. A record stays valid until the Rank is
+// closed.
 type Replayer interface {
 	Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr)
 }

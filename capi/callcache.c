@@ -1,6 +1,8 @@
 /* callcache.c: the C API's call cache (callcache.h). */
 #include "callcache.h"
 
+#include "capi.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -8,20 +10,23 @@
 
 enum {
   kSets = 1024,       /* sets of records, by the communicator's handle */
-  kWays = 4,          /* records of one set: the shapes a communicator alternates */
+  kWays = purlinCallWays,
+  kCalls = purlinCallOps,
   kRecordBytes = 2048 /* the datapath's part of a record (atom/cuda: about 1.1 KiB) */
 };
 
-typedef int (*issueFn)(void *rec, uint64_t send, uint64_t recv, uintptr_t stream);
+/* issueFn issues a record with n buffer pairs (atom.Replayer). */
+typedef int (*issueFn)(void *rec, const uint64_t *bufs, int n, uintptr_t stream);
 
-/* A record. seq is odd while Go writes it (a sequence lock: a reader that
- * sees seq change while it copies takes the slow path); n == 0: empty. */
+/* A record of calls calls. seq is odd while Go writes it (a sequence lock:
+ * a reader that sees seq change while it reads takes the slow path); n is
+ * the datapath's bytes, 0: empty. */
 typedef struct {
   uint64_t seq;
-  purlinCallKey key;
-  purlinCallFacts facts;
+  int32_t calls, n;
   uintptr_t issue;
-  int32_t n;
+  purlinCallKey key[kCalls];
+  purlinCallFacts facts[kCalls];
   _Alignas(16) unsigned char rec[kRecordBytes];
 } entry;
 
@@ -35,15 +40,16 @@ static set *sets[kSets];
 enum { kHeld = 64 };
 
 /* A thread's group: how deep it is open, whether Go holds it (inGo), and
- * else the calls it holds in C, in the order they were made. Made at the
- * thread's first GroupStart and freed when the thread ends; the thread's
- * own storage holds only the pointer (a library that Python, say, opens
- * late gets little of it). */
+ * else the calls it holds in C, in the order they were made (issued: those
+ * its end has issued). Made at the thread's first GroupStart and freed when
+ * the thread ends; the thread's own storage holds only the pointer (a
+ * library that Python, say, opens late gets little of it). */
 typedef struct {
   int depth, inGo, n;
   struct {
     purlinCallKey key;
     uint64_t send, recv;
+    int issued;
   } held[kHeld];
 } groupState;
 
@@ -86,46 +92,105 @@ static int fits(const purlinCallFacts *f, uint64_t send, uint64_t recv) {
   return disjoint || inPlace;
 }
 
-/* serve looks for a record of key that send and recv fit. With issue set it
- * issues the call by it and reports whether it was enqueued; else it
- * reports whether there is one. */
-static int serve(const purlinCallKey *key, uint64_t send, uint64_t recv, int issue) {
-  set *s = setOf(key->comm);
+/* matches reports whether e records the n calls keys with buffers bufs
+ * (bufs[2i], bufs[2i+1]: call i's), or, with prefix set, begins with them. */
+static int matches(const entry *e, const purlinCallKey *keys, const uint64_t *bufs, int n, int prefix) {
+  if (e->n <= 0 || e->n > kRecordBytes || (prefix ? e->calls < n : e->calls != n)) return 0;
+  for (int i = 0; i < n; i++) {
+    if (!sameKey(&e->key[i], &keys[i]) || !fits(&e->facts[i], bufs[2 * i], bufs[2 * i + 1])) return 0;
+  }
+  return 1;
+}
+
+/* known reports whether a record of the n calls keys with buffers bufs,
+ * or with prefix set one that begins with them, is there: the checks the
+ * calls passed when it was made, they pass again. */
+static int known(const purlinCallKey *keys, const uint64_t *bufs, int n, int prefix) {
+  set *s = setOf(keys[0].comm);
   if (s == NULL) return 0;
   for (int w = 0; w < kWays; w++) {
-    entry *e = &s->ways[w];
+    const entry *e = &s->ways[w];
     uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-    if ((seq & 1) || e->n <= 0 || e->n > kRecordBytes || !sameKey(&e->key, key) || !fits(&e->facts, send, recv)) continue;
-    if (!issue) return 1;
-    _Alignas(16) unsigned char rec[kRecordBytes];
-    int32_t n = e->n;
-    issueFn fn = (issueFn)e->issue;
-    memcpy(rec, e->rec, (size_t)n);
+    if ((seq & 1) || !matches(e, keys, bufs, n, prefix)) continue;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq) return 0; /* rewritten meanwhile */
-    return fn(rec, send, recv, key->stream) == 0;
+    if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq) return 1; /* else rewritten meanwhile */
   }
   return 0;
 }
 
-/* hold keeps a call of the thread's group g in C when it is recorded and
- * on a communicator the group holds no call of (Go launches such a call
- * alone, as outside a group; two on one communicator it may merge, as it
- * does a send and a receive), recording it first where Go can; anything
- * else moves the group into Go. */
+/* serve issues the n calls keys with buffers bufs by their record: 1 once
+ * they are enqueued, 0 where the record declined them or failed, -1 where
+ * there is none for them. */
+static int serve(const purlinCallKey *keys, const uint64_t *bufs, int n) {
+  set *s = setOf(keys[0].comm);
+  if (s == NULL) return -1;
+  for (int w = 0; w < kWays; w++) {
+    entry *e = &s->ways[w];
+    uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+    if ((seq & 1) || !matches(e, keys, bufs, n, 0)) continue;
+    _Alignas(16) unsigned char rec[kRecordBytes];
+    int32_t bytes = e->n;
+    issueFn fn = (issueFn)e->issue;
+    memcpy(rec, e->rec, (size_t)bytes);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq) return -1; /* rewritten meanwhile */
+    return fn(rec, bufs, n, keys[0].stream) == 0;
+  }
+  return -1;
+}
+
+/* heldOn gathers the calls g holds on communicator comm that its end has
+ * not issued into keys and bufs, in order, and returns how many. */
+static int heldOn(const groupState *g, uintptr_t comm, purlinCallKey *keys, uint64_t *bufs) {
+  int m = 0;
+  for (int i = 0; i < g->n && m < kCalls; i++) {
+    if (g->held[i].key.comm != comm || g->held[i].issued) continue;
+    keys[m] = g->held[i].key;
+    bufs[2 * m] = g->held[i].send, bufs[2 * m + 1] = g->held[i].recv;
+    m++;
+  }
+  return m;
+}
+
+/* joins reports whether a group may hold key beside the m calls keys of its
+ * communicator and issue them as one record: none, or sends and receives
+ * alone on one stream (Go launches them as one Plan), up to a launch's
+ * buffers. Any other mix Go orders among the communicator's calls. */
+static int joins(const purlinCallKey *keys, int m, const purlinCallKey *key) {
+  if (m == 0) return 1;
+  if (m >= kCalls || key->coll != capiSendRecv) return 0;
+  for (int i = 0; i < m; i++) {
+    if (keys[i].coll != capiSendRecv || keys[i].stream != key->stream) return 0;
+  }
+  return 1;
+}
+
+/* hold keeps a call of the thread's group g in C when joins says it may and
+ * a record vouches for it (begins with the communicator's held calls and
+ * it), asking Go first where none does: the first call on a communicator
+ * Go records alone (as it launches it alone), a later one it only checks
+ * (the record of them all is made at the group's end). Anything else moves
+ * the group into Go. */
 static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uint64_t recv) {
-  int room = g->n < kHeld;
-  for (int i = 0; i < g->n && room; i++) room = g->held[i].key.comm != key->comm;
-  if (room && !serve(key, send, recv, 0)) {
+  purlinCallKey keys[kCalls];
+  uint64_t bufs[2 * kCalls];
+  int m = heldOn(g, key->comm, keys, bufs);
+  int room = g->n < kHeld && joins(keys, m, key);
+  if (room) {
+    keys[m] = *key;
+    bufs[2 * m] = send, bufs[2 * m + 1] = recv;
+  }
+  if (room && !known(keys, bufs, m + 1, 1)) {
     int recorded = 0;
-    purlinResult_t r = goCollectiveRecord(key, send, recv, &recorded);
+    purlinResult_t r = goCollectiveRecord(key, &bufs[2 * m], 1, m == 0, &recorded);
     if (r != purlinSuccess) return r; /* refused, as Go's group refuses it */
     if (recorded < 0) __atomic_store_n(&off, 1, __ATOMIC_RELAXED);
-    room = recorded > 0 && serve(key, send, recv, 0);
+    room = recorded > 0 && (m > 0 || known(keys, bufs, 1, 0));
   }
   if (room) {
     g->held[g->n].key = *key;
     g->held[g->n].send = send, g->held[g->n].recv = recv;
+    g->held[g->n].issued = 0;
     g->n++;
     return purlinSuccess;
   }
@@ -137,18 +202,20 @@ static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uin
 purlinResult_t purlinCall(purlinCallKey *key, uint64_t send, uint64_t recv) {
   groupState *g = group;
   if (g == NULL || g->depth == 0) {
-    if (serve(key, send, recv, 1)) return purlinSuccess;
+    uint64_t bufs[2] = {send, recv};
+    if (serve(key, bufs, 1) > 0) return purlinSuccess;
     return goCollective(key, send, recv, 0);
   }
   if (g->inGo) return goCollective(key, send, recv, 1);
   return hold(g, key, send, recv);
 }
 
-/* toGo hands g's held calls [from, n) to Go's group, which is open, and
- * returns the first error. */
-static purlinResult_t toGo(groupState *g, int from) {
+/* toGo hands g's held calls that its end has not issued to Go's group,
+ * which is open, in order, and returns the first error. */
+static purlinResult_t toGo(groupState *g) {
   purlinResult_t first = purlinSuccess;
-  for (int i = from; i < g->n; i++) {
+  for (int i = 0; i < g->n; i++) {
+    if (g->held[i].issued) continue;
     purlinResult_t r = goCollective(&g->held[i].key, g->held[i].send, g->held[i].recv, 1);
     if (first == purlinSuccess) first = r;
   }
@@ -161,7 +228,7 @@ purlinResult_t purlinCallFlush(void) {
   if (g == NULL || g->depth == 0 || g->inGo) return purlinSuccess;
   g->inGo = 1;
   for (int d = 0; d < g->depth; d++) goGroup(1);
-  return toGo(g, 0);
+  return toGo(g);
 }
 
 purlinResult_t purlinCallGroupStart(void) {
@@ -169,6 +236,21 @@ purlinResult_t purlinCallGroupStart(void) {
   if (g == NULL) return goGroup(1); /* no memory for it: Go holds it, C counts nothing */
   if (g->depth++ == 0) g->inGo = __atomic_load_n(&off, __ATOMIC_RELAXED), g->n = 0;
   return g->inGo ? goGroup(1) : purlinSuccess;
+}
+
+/* issueHeld issues the held calls of communicator comm by their record,
+ * recording them first if there is none, and marks them issued; it reports
+ * whether they were enqueued. */
+static int issueHeld(groupState *g, uintptr_t comm) {
+  purlinCallKey keys[kCalls];
+  uint64_t bufs[2 * kCalls];
+  int m = heldOn(g, comm, keys, bufs), recorded = 0, r = serve(keys, bufs, m);
+  if (r < 0 && goCollectiveRecord(keys, bufs, m, 1, &recorded) == purlinSuccess && recorded > 0) {
+    r = serve(keys, bufs, m);
+  }
+  if (r <= 0) return 0;
+  for (int i = 0; i < g->n; i++) g->held[i].issued |= g->held[i].key.comm == comm;
+  return 1;
 }
 
 purlinResult_t purlinCallGroupEnd(void) {
@@ -180,21 +262,24 @@ purlinResult_t purlinCallGroupEnd(void) {
     return goGroup(0);
   }
   if (g->depth > 0) return purlinSuccess;
-  /* The outermost group, held in C: each call by its record, in order. A
-   * record declined (its stream is not its communicator's latest) sends it
-   * and the rest to Go as a group of their own. */
+  /* The outermost group, held in C: each communicator's calls by their
+   * record, communicators in the order of their first call (as Go launches
+   * them). A record declined (its stream is not its communicator's latest)
+   * sends its calls and those of the communicators after it to Go as a
+   * group of their own. */
   for (int i = 0; i < g->n; i++) {
-    if (serve(&g->held[i].key, g->held[i].send, g->held[i].recv, 1)) continue;
+    if (g->held[i].issued || issueHeld(g, g->held[i].key.comm)) continue;
     goGroup(1);
-    purlinResult_t first = toGo(g, i), end = goGroup(0);
+    purlinResult_t first = toGo(g), end = goGroup(0);
     return first != purlinSuccess ? first : end;
   }
   g->n = 0;
   return purlinSuccess;
 }
 
-void *purlinCallRecord(const purlinCallKey *key, int *size) {
-  set **slot = &sets[(uint32_t)key->comm % kSets];
+void *purlinCallRecord(const purlinCallKey *keys, int n, int *size) {
+  if (n < 1 || n > kCalls) return NULL;
+  set **slot = &sets[(uint32_t)keys[0].comm % kSets];
   set *s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (s == NULL) {
     set *fresh = calloc(1, sizeof(set));
@@ -205,10 +290,14 @@ void *purlinCallRecord(const purlinCallKey *key, int *size) {
       s = fresh;
     }
   }
-  /* The key's own record if it has one (its buffers did not fit), else the next way. */
+  /* The keys' own record if they have one (their buffers did not fit), else the next way. */
   entry *e = NULL;
   for (int w = 0; w < kWays && e == NULL; w++) {
-    if (s->ways[w].n > 0 && sameKey(&s->ways[w].key, key)) e = &s->ways[w];
+    entry *x = &s->ways[w];
+    if (x->n <= 0 || x->calls != n) continue;
+    int same = 1;
+    for (int i = 0; i < n && same; i++) same = sameKey(&x->key[i], &keys[i]);
+    if (same) e = x;
   }
   if (e == NULL) e = &s->ways[__atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED) % kWays];
   uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
@@ -217,16 +306,17 @@ void *purlinCallRecord(const purlinCallKey *key, int *size) {
   }
   __atomic_thread_fence(__ATOMIC_RELEASE);
   e->n = 0;
-  e->key = *key;
+  e->calls = n;
+  memcpy(e->key, keys, (size_t)n * sizeof *keys);
   *size = kRecordBytes;
   return e->rec;
 }
 
-void purlinCallCommit(void *rec, const purlinCallFacts *facts, int n, uintptr_t issue) {
+void purlinCallCommit(void *rec, const purlinCallFacts *facts, int bytes, uintptr_t issue) {
   entry *e = (entry *)((unsigned char *)rec - offsetof(entry, rec));
-  e->facts = *facts;
+  memcpy(e->facts, facts, (size_t)e->calls * sizeof *facts);
   e->issue = issue;
-  e->n = issue != 0 && n > 0 && n <= kRecordBytes ? n : 0;
+  e->n = issue != 0 && bytes > 0 && bytes <= kRecordBytes ? bytes : 0;
   __atomic_fetch_add(&e->seq, 1, __ATOMIC_RELEASE);
 }
 
@@ -236,12 +326,12 @@ void purlinCallForget(uintptr_t comm) {
   for (int w = 0; w < kWays; w++) {
     entry *e = &s->ways[w];
     uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
-    if (e->key.comm != comm) continue;
+    if (e->key[0].comm != comm) continue;
     /* Wait out a writer: it holds the entry for a few copies at most. */
     while ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
       seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED) & ~(uint64_t)1;
     }
-    if (e->key.comm == comm) e->n = 0;
+    if (e->key[0].comm == comm) e->n = 0;
     __atomic_fetch_add(&e->seq, 1, __ATOMIC_RELEASE);
   }
 }

@@ -10,9 +10,12 @@
  * declines to issue, goes through Go.
  *
  * Groups are therefore tracked here first. A thread's group holds its calls
- * in C while each is a recorded collective on a communicator of its own (the
+ * in C while each communicator has one recorded collective of the group (the
  * calls a group of one collective per communicator makes, as a thread that
- * drives several GPUs does; Go would launch each alone). The first call or
+ * drives several GPUs does; Go would launch each alone) or only sends and
+ * receives on one stream (Go launches them as one Plan, recorded as one
+ * launch of them all: the exchanges of pipeline stages and of all-to-alls
+ * made of sends and receives). The first call or
  * entry point that is anything else moves the group into Go (purlinCallFlush):
  * Go's group is opened as deep as the thread's, and the held calls are handed
  * to it in order, as if they had gone there at once. */
@@ -23,12 +26,20 @@
 
 #include "purlin.h"
 
-/* What selects a record: every argument of a call but its buffers. */
+/* What selects a record: every argument of a call but its buffers. A
+ * record of several calls (a group's calls on one communicator, which Go
+ * launches together) is selected by the keys of all of them, in order. */
 typedef struct {
   uintptr_t comm, stream;
   uint64_t count;
   int32_t coll, dtype, op, root, peer, isSend;
 } purlinCallKey;
+
+/* purlinCallOps is the most calls one record issues together: a launch's
+ * buffers (atom.MaxBuffers; capi/callcache.go checks they agree).
+ * purlinCallWays is the records a communicator keeps: the shapes it
+ * alternates between. */
+enum { purlinCallOps = 16, purlinCallWays = 8 };
 
 /* What Go's checks (spec.Call.Validate, InPlace) concluded from a call's
  * buffers: the bytes it reads from send and writes to recv, the element size
@@ -50,23 +61,26 @@ __attribute__((visibility("hidden"))) purlinResult_t purlinCallGroupStart(void);
 __attribute__((visibility("hidden"))) purlinResult_t purlinCallGroupEnd(void);
 __attribute__((visibility("hidden"))) purlinResult_t purlinCallFlush(void);
 
-/* purlinCallRecord opens a record of key for writing and returns where its
- * datapath part goes (*size bytes), or NULL when none can be written now.
- * purlinCallCommit closes it with the facts and the datapath's part (n bytes,
- * issued by issue: atom.Replayer); n == 0 leaves it empty. */
-__attribute__((visibility("hidden"))) void *purlinCallRecord(const purlinCallKey *key, int *size);
-__attribute__((visibility("hidden"))) void purlinCallCommit(void *rec, const purlinCallFacts *facts, int n, uintptr_t issue);
+/* purlinCallRecord opens a record of the n calls keys[0..n) for writing and
+ * returns where its datapath part goes (*size bytes), or NULL when none can
+ * be written now. purlinCallCommit closes it with the facts of each call
+ * (n of them) and the datapath's part (bytes long, issued by issue:
+ * atom.Replayer); bytes == 0 leaves it empty. */
+__attribute__((visibility("hidden"))) void *purlinCallRecord(const purlinCallKey *keys, int n, int *size);
+__attribute__((visibility("hidden"))) void purlinCallCommit(void *rec, const purlinCallFacts *facts, int bytes, uintptr_t issue);
 
 /* purlinCallForget drops every record of communicator comm; the entries
  * that end or finalize a communicator call it before Go sees them. */
 __attribute__((visibility("hidden"))) void purlinCallForget(uintptr_t comm);
 
-/* The Go exports behind the cache (capi/collectives.go): the group calls,
- * a collective (grouped: in Go's group, which queues it), and a collective
- * validated and recorded, not launched (*recorded: 1 recorded, 0 not, -1
- * never: PURLIN_CALL_CACHE=0). */
+/* The Go exports behind the cache (capi/collectives.go): the group calls;
+ * a collective (grouped: in Go's group, which queues it); and n calls of
+ * one communicator (bufs: each one's send and receive buffer) validated,
+ * not launched, and with record set recorded as one launch (*recorded: 1
+ * recorded, or valid where record is 0; 0 neither, the communicator not
+ * ready or the launch not recordable; -1 never: PURLIN_CALL_CACHE=0). */
 purlinResult_t goGroup(int start);
 purlinResult_t goCollective(purlinCallKey *key, uintptr_t send, uintptr_t recv, int grouped);
-purlinResult_t goCollectiveRecord(purlinCallKey *key, uintptr_t send, uintptr_t recv, int *recorded);
+purlinResult_t goCollectiveRecord(purlinCallKey *keys, uint64_t *bufs, int n, int record, int *recorded);
 
 #endif

@@ -32,37 +32,50 @@ func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t, grouped C.int) (re
 		return result(c, err)
 	}
 	if grouped == 0 {
-		remember(c, k, &call)
+		remember(c, unsafe.Slice(k, 1), unsafe.Slice(&call, 1))
 	}
 	return C.purlinSuccess
 }
 
-// goCollectiveRecord validates a collective of a group the call cache
-// holds and records it without launching it; *recorded says whether it
-// did (-1: the cache is off). A communicator that is not ready (its init
-// deferred to a group, or not done) is left to goCollective: nothing is
-// checked or recorded.
+// goCollectiveRecord validates n calls of one communicator that a group
+// the call cache holds makes (keys[i], with buffers bufs[2i] and
+// bufs[2i+1]), without launching them, and with record set records them as
+// one launch (remember); *recorded says whether it did, or where record is
+// 0 whether they may be held (-1: the cache is off). A communicator that
+// is not ready (its init deferred to a group, or not done) is left to
+// goCollective: nothing is checked or recorded.
 //
 //export goCollectiveRecord
-func goCollectiveRecord(k *C.purlinCallKey, send, recv C.uintptr_t, recorded *C.int) (res C.purlinResult_t) {
+func goCollectiveRecord(keys *C.purlinCallKey, bufs *C.uint64_t, n, record C.int, recorded *C.int) (res C.purlinResult_t) {
 	defer recovered(&res)
 	*recorded = 0
 	if !config.Get().CallCache {
 		*recorded = -1
 		return C.purlinSuccess
 	}
-	c, err := lookup(C.uintptr_t(k.comm))
+	if n < 1 || n > C.purlinCallOps {
+		return result(nil, errs.New(errs.ErrInternal, "call cache: a record of %d calls", int(n)))
+	}
+	ks, bs := unsafe.Slice(keys, n), unsafe.Slice(bufs, 2*n)
+	c, err := lookup(C.uintptr_t(ks[0].comm))
 	if err != nil {
 		return result(nil, err)
 	}
 	if !c.Ready() {
 		return C.purlinSuccess
 	}
-	call := callOf(k, send, recv)
-	if err := c.Prepare(&call); err != nil {
-		return result(c, err)
+	var calls [C.purlinCallOps]spec.Call
+	for i := range ks {
+		calls[i] = callOf(&ks[i], C.uintptr_t(bs[2*i]), C.uintptr_t(bs[2*i+1]))
+		if err := c.Prepare(&calls[i]); err != nil {
+			return result(c, err)
+		}
 	}
-	*recorded = b2i(remember(c, k, &call))
+	if record == 0 {
+		*recorded = 1
+		return C.purlinSuccess
+	}
+	*recorded = b2i(remember(c, ks, calls[:n]))
 	return C.purlinSuccess
 }
 

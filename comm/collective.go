@@ -6,6 +6,7 @@ import (
 
 	"purlin/atom"
 	"purlin/errs"
+	"purlin/snac"
 	"purlin/spec"
 )
 
@@ -79,22 +80,39 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	return err
 }
 
-// Replay records the launch of call on stream, which Prepare has checked
+// Replay records the launch of calls on stream, which Prepare has checked
 // (and Collective may have launched), for C to issue with other input and
-// output buffers (atom.Replayer): the C API's call cache. n is 0 where there
-// is no record: the datapath records none (the host Atom's only for tests,
-// a communicator across nodes never), or the call is not one buffer pair
-// of a Plan cached for its shape (an epilogue's buffers, the V forms'
-// counts, a user's op, whose scalar its handle may come to name anew).
-func (c *Comm) Replay(call *spec.Call, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
+// output buffers (atom.Replayer): the C API's call cache. calls is one
+// call, or a group's sends and receives on c in the order they were made,
+// which a group launches as one Plan (launchFor); buffer pair i of the
+// record is call i's. n is 0 where there is no record: the datapath
+// records none (the host Atom's only for tests, a communicator across
+// nodes never), or a call is not one buffer pair of a Plan cached for its
+// shape (an epilogue's buffers, the V forms' counts, a user's op, whose
+// scalar its handle may come to name anew).
+func (c *Comm) Replay(calls []spec.Call, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
 	r, ok := c.dp.(atom.Replayer)
-	if !ok || !c.Ready() || call.Epilogue.Kind != 0 || call.Coll.Vectored() ||
-		call.Op.Kind >= spec.NumOps {
+	if !ok || !c.Ready() || len(calls) == 0 || len(calls) > atom.MaxBuffers {
 		return 0, 0
 	}
-	plan, err := c.plans.get(call)
-	if err != nil {
-		return 0, 0
+	var plans [atom.MaxBuffers]*snac.Plan
+	for i := range calls {
+		call := &calls[i]
+		if call.Epilogue.Kind != 0 || call.Coll.Vectored() || call.Op.Kind >= spec.NumOps ||
+			len(calls) > 1 && call.Coll != spec.SendRecv {
+			return 0, 0
+		}
+		var err error
+		if plans[i], err = c.plans.get(call); err != nil {
+			return 0, 0
+		}
+	}
+	plan := plans[0]
+	if len(calls) > 1 {
+		var err error
+		if plan, err = c.plans.merge(plans[:len(calls)]); err != nil {
+			return 0, 0
+		}
 	}
 	return r.Replay(plan, stream, rec, size)
 }

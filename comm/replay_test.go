@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/atom"
 	"purlin/spec"
 )
 
@@ -41,13 +42,49 @@ func TestReplayRecordsPlainCalls(t *testing.T) {
 			tc.change(&call)
 			require.NoError(t, c.Collective(&call, 0))
 			var rec [64]byte
-			n, issue := c.Replay(&call, 0, unsafe.Pointer(&rec), len(rec))
+			n, issue := c.Replay([]spec.Call{call}, 0, unsafe.Pointer(&rec), len(rec))
 			require.Equal(t, tc.want, n > 0 && issue != 0, "n %d issue %#x", n, issue)
 			require.NoError(t, c.Synchronize())
 		})
 	}
 	require.NoError(t, c.Finalize())
 	call := plain
-	n, _ := c.Replay(&call, 0, unsafe.Pointer(&[64]byte{}), 64)
+	n, _ := c.Replay([]spec.Call{call}, 0, unsafe.Pointer(&[64]byte{}), 64)
 	require.Zero(t, n, "a finalized communicator recorded a call")
+}
+
+// Replay records a group's sends and receives on one communicator as the
+// one launch the group makes of them, and nothing for several calls of
+// which one is a collective (a group orders those otherwise) or for more
+// calls than a launch has buffers.
+func TestReplayRecordsSendsAndReceives(t *testing.T) {
+	c := startComms(t, 1, testConfig())[0]
+	in, out := newBuffer(t, 4096), newBuffer(t, 4096)
+	send := spec.Call{Coll: spec.SendRecv, Send: in.addr(), Count: 64, Type: spec.Float32, Peer: 0, IsSend: true}
+	recv := spec.Call{Coll: spec.SendRecv, Recv: out.addr(), Count: 64, Type: spec.Float32, Peer: 0}
+	reduce := spec.Call{Coll: spec.AllReduce, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32}
+	for _, call := range []*spec.Call{&send, &recv, &reduce} {
+		require.NoError(t, c.Prepare(call))
+	}
+	many := make([]spec.Call, atom.MaxBuffers+1)
+	for i := range many {
+		many[i] = send
+	}
+	cases := []struct {
+		name  string
+		calls []spec.Call
+		want  bool
+	}{
+		{"a send and a receive", []spec.Call{send, recv}, true},
+		{"a receive and a send", []spec.Call{recv, send}, true},
+		{"a launch's buffers of sends", many[:atom.MaxBuffers], true},
+		{"more", many, false},
+		{"with a collective", []spec.Call{send, reduce}, false},
+		{"none", nil, false},
+	}
+	for _, tc := range cases {
+		var rec [64]byte
+		n, issue := c.Replay(tc.calls, 0, unsafe.Pointer(&rec), len(rec))
+		require.Equal(t, tc.want, n > 0 && issue != 0, "%s: n %d issue %#x", tc.name, n, issue)
+	}
 }

@@ -57,14 +57,16 @@ int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t
   return r;
 }
 
-int purlin_replay(void *rec, uint64_t send, uint64_t recv, uintptr_t stream) {
+int purlin_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream) {
   const purlinReplay *h = (const purlinReplay *)rec;
   /* As launchOrder.sameStream: another stream needs the slow path's
    * ordering (Replay records none for the per-thread stream). */
   if (__atomic_load_n(h->last, __ATOMIC_ACQUIRE) != ~(uint64_t)stream) return -1;
   unsigned char *arg = (unsigned char *)rec + purlinReplayArgs;
-  memcpy(arg + h->send, &send, sizeof send);
-  memcpy(arg + h->recv, &recv, sizeof recv);
+  for (int i = 0; i < n; i++) {
+    memcpy(arg + h->send + 8 * i, &bufs[2 * i], sizeof *bufs);
+    memcpy(arg + h->recv + 8 * i, &bufs[2 * i + 1], sizeof *bufs);
+  }
   return purlin_launch(h->getCurrent, h->push, h->pop, h->launch, h->launchEx, h->ctx, h->fn, h->grid, 1,
                        h->block, stream, arg);
 }

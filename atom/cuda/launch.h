@@ -23,17 +23,18 @@ typedef struct {
    * A replay is issued only on that stream, which orders it by itself. */
   const uint64_t *last;
   uint32_t grid, block;
-  uint32_t send, recv; /* offsets in the Launch argument of its first input and output */
+  uint32_t send, recv; /* offsets in the Launch argument of its inputs and outputs (8 bytes each) */
 } purlinReplay;
 
 enum { purlinReplayArgs = (sizeof(purlinReplay) + 15) & ~15 };
 
 /* purlin_replay issues the launch recorded at rec (a copy the caller owns:
- * its input and output addresses are written in place) with send and recv.
- * It returns 0 once the kernel is enqueued, -1 without enqueuing anything
- * where stream is not the rank's latest (the caller takes the slow path,
- * which orders the streams), else the driver's error, also with nothing
- * enqueued. */
-__attribute__((visibility("hidden"))) int purlin_replay(void *rec, uint64_t send, uint64_t recv, uintptr_t stream);
+ * its buffers' addresses are written in place) with n buffer pairs, pair i
+ * (bufs[2i] its input, bufs[2i+1] its output) being the Plan's buffer i,
+ * n at most MaxBuffers. It returns 0 once the kernel is enqueued, -1
+ * without enqueuing anything where stream is not the rank's latest (the
+ * caller takes the slow path, which orders the streams), else the
+ * driver's error, also with nothing enqueued. */
+__attribute__((visibility("hidden"))) int purlin_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream);
 
 #endif

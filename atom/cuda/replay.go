@@ -17,11 +17,11 @@ var _ atom.Replayer = (*Rank)(nil)
 
 // Replay records plan's launch on stream for C to issue (atom.Replayer),
 // uploading plan first if no Launch has: rec receives a purlinReplay head
-// (launch.h), then the Launch argument, whose first input and output
-// purlin_replay writes at issue. purlin_replay issues it only while stream
-// is the rank's latest, which orders it by itself, as Launch's hot path
-// does. A Plan that is not one kernel (a copy-engine Plan, one with an
-// epilogue) has no record: n is 0.
+// (launch.h), then the Launch argument, whose inputs and outputs (its Send
+// and Recv arrays) purlin_replay writes at issue. purlin_replay issues it
+// only while stream is the rank's latest, which orders it by itself, as
+// Launch's hot path does. A Plan that is not one kernel (a copy-engine
+// Plan, one with an epilogue) has no record: n is 0.
 func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
 	n = int(C.purlinReplayArgs) + int(unsafe.Sizeof(launchArgs{}))
 	if len(plan.Workers) == 0 || n > size || cuStream(stream) == streamPerThread {

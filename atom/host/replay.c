@@ -5,8 +5,8 @@
 
 #include "_cgo_export.h"
 
-__attribute__((visibility("hidden"))) int purlin_host_replay(void *rec, uint64_t send, uint64_t recv, uintptr_t stream) {
+__attribute__((visibility("hidden"))) int purlin_host_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream) {
   uint64_t id;
   memcpy(&id, rec, sizeof id);
-  return goHostReplay(id, send, recv, stream);
+  return goHostReplay(id, (uint64_t *)bufs, n, stream);
 }

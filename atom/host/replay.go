@@ -2,7 +2,7 @@ package host
 
 /*
 #include <stdint.h>
-__attribute__((visibility("hidden"))) int purlin_host_replay(void *rec, uint64_t send, uint64_t recv, uintptr_t stream);
+__attribute__((visibility("hidden"))) int purlin_host_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream);
 */
 import "C"
 
@@ -66,20 +66,28 @@ func (r *Rank) forgetReplays() {
 }
 
 //export goHostReplay
-func goHostReplay(id C.uint64_t, send, recv C.uint64_t, stream C.uintptr_t) C.int {
-	return C.int(issueReplay(uint64(id), uintptr(send), uintptr(recv), uintptr(stream)))
+func goHostReplay(id C.uint64_t, bufs *C.uint64_t, n C.int, stream C.uintptr_t) C.int {
+	if n < 1 || n > atom.MaxBuffers {
+		return -1
+	}
+	pairs := unsafe.Slice(bufs, 2*n)
+	list := make([]atom.Buffers, n)
+	for i := range list {
+		list[i] = atom.Buffers{Send: uintptr(pairs[2*i]), Recv: uintptr(pairs[2*i+1])}
+	}
+	return C.int(issueReplay(uint64(id), list, uintptr(stream)))
 }
 
-// issueReplay launches record id with send and recv on stream; 0 once
-// launched, -1 for a record dropped or closed, 1 for Launch's error.
-func issueReplay(id uint64, send, recv, stream uintptr) int {
+// issueReplay launches record id with bufs on stream; 0 once launched, -1
+// for a record dropped or closed, 1 for Launch's error.
+func issueReplay(id uint64, bufs []atom.Buffers, stream uintptr) int {
 	replays.Lock()
 	e, ok := replays.byID[id]
 	replays.Unlock()
 	if !ok {
 		return -1
 	}
-	if e.r.Launch(e.plan, []atom.Buffers{{Send: send, Recv: recv}}, stream) != nil {
+	if e.r.Launch(e.plan, bufs, stream) != nil {
 		return 1
 	}
 	return 0

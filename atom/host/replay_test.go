@@ -22,7 +22,7 @@ func TestReplay(t *testing.T) {
 		plans[r] = allGather(rk.topo, size, false, false, 0)
 	}
 	issue := func(r int, send, recv []byte) int {
-		return issueReplay(recs[r], addr(send), addr(recv), 0)
+		return issueReplay(recs[r], []atom.Buffers{{Send: addr(send), Recv: addr(recv)}}, 0)
 	}
 	for call := range 3 {
 		sends := [][]byte{pattern(0, call, size), pattern(1, call, size)}

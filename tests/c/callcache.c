@@ -3,7 +3,8 @@
  * A collective called again with the same arguments but its buffers is
  * issued from a record without entering Go; these tests call the same shapes
  * with other buffers, in place after out of place and back, with buffers Go
- * would refuse, inside groups, with a user op made again under the same
+ * would refuse, inside groups (sends and receives of one communicator
+ * among them), with a user op made again under the same
  * handle, after finalize and destroy, and from two threads that are two
  * ranks, and check every result and error against what the path through Go
  * gives (run.sh also runs the suite with PURLIN_CALL_CACHE=0).
@@ -236,6 +237,38 @@ FIXTURE_TEST(test_group, N, N) {
   expect_copy("after the group", b, N, 6);
 }
 
+/* A group's sends and receives on one communicator (to itself here) are
+ * issued by one record at the group's end: each receive gets its send's
+ * data, round after round, with the buffers changing, the receive first or
+ * the send, and with a second pair of another length in the group. */
+static void test_sends_and_receives(void) {
+  ncclComm_t c = one_rank();
+  float* buf = mem_alloc(8 * N * sizeof(float));
+  for (int i = 0; i < 24 && c && buf; i++) {
+    float *send = buf + (i % 3) * N, *recv = buf + 4 * N + (i % 2) * N, *send2 = buf + 3 * N, *recv2 = buf + 6 * N;
+    size_t n = i % 5 == 4 ? 17 : N, n2 = 33;
+    int pairs = i % 6 == 5 ? 2 : 1, ok = 1;
+    fill(send, n, (float)i);
+    fill(send2, n2, (float)(1000 + i));
+    zero(recv, n);
+    zero(recv2, n2);
+    ok &= ncclGroupStart() == ncclSuccess;
+    if (i % 4 == 1) ok &= ncclRecv(recv, n, ncclFloat32, 0, c, 0) == ncclSuccess;
+    ok &= ncclSend(send, n, ncclFloat32, 0, c, 0) == ncclSuccess;
+    if (i % 4 != 1) ok &= ncclRecv(recv, n, ncclFloat32, 0, c, 0) == ncclSuccess;
+    if (pairs == 2) {
+      ok &= ncclSend(send2, n2, ncclFloat32, 0, c, 0) == ncclSuccess;
+      ok &= ncclRecv(recv2, n2, ncclFloat32, 0, c, 0) == ncclSuccess;
+    }
+    ok &= ncclGroupEnd() == ncclSuccess;
+    EXPECT(ok && sync_comm(c), "round %d: a call failed", i);
+    expect_copy("a receive", recv, n, (float)i);
+    if (pairs == 2) expect_copy("the second pair's receive", recv2, n2, (float)(1000 + i));
+  }
+  mem_free(buf);
+  if (c) ncclCommDestroy(c);
+}
+
 /* After finalize, and after destroy, a cached shape is refused. */
 static void test_ended(void) {
   float* a = mem_alloc(N * sizeof(float));
@@ -259,9 +292,9 @@ static void test_ended(void) {
 }
 
 /* Two ranks, one thread each: AllReduce without groups, then sends and
- * receives; every call of a rank after its first of a shape is issued from
- * its record. bad: 0, or the failed call's round (sends and receives from
- * 101). */
+ * receives, then both in one group; every call of a rank after its first
+ * of a shape is issued from its record. bad: 0, or the failed call's round
+ * (sends and receives from 101, exchanges from 201). */
 typedef struct {
   ncclUniqueId id;
   int rank;
@@ -328,6 +361,31 @@ static void* two_ranks_rank(void* p) {
       }
     }
   }
+  /* An exchange: each rank sends to the other and receives from it in one
+   * group, as pipeline stages and all-to-alls made of sends and receives
+   * do; a rank's pair is issued from one record after its first. */
+  for (int i = 0; i < 30 && !t->bad; i++) {
+    size_t n = i % 5 == 4 ? 17 : N;
+    float *out = buf + (i % 2) * N, *in = buf + 2 * N + (i % 2) * N;
+    for (size_t j = 0; j < n; j++) h[j] = (float)((t->rank + 1) * 1000 + i + j);
+    mem_put(out, h, n * sizeof(float));
+    int ok = ncclGroupStart() == ncclSuccess;
+    if (i % 3 == 2) ok &= ncclRecv(in, n, ncclFloat32, 1 - t->rank, c, stream) == ncclSuccess;
+    ok &= ncclSend(out, n, ncclFloat32, 1 - t->rank, c, stream) == ncclSuccess;
+    if (i % 3 != 2) ok &= ncclRecv(in, n, ncclFloat32, 1 - t->rank, c, stream) == ncclSuccess;
+    ok &= ncclGroupEnd() == ncclSuccess;
+    if (!ok || !sync_comm(c)) {
+      t->bad = 200 + i + 1;
+      break;
+    }
+    mem_get(h, in, n * sizeof(float));
+    for (size_t j = 0; j < n; j++) {
+      if (h[j] != (float)((2 - t->rank) * 1000 + i + j)) {
+        t->bad = 200 + i + 1;
+        break;
+      }
+    }
+  }
   free(h);
   mem_free(buf);
   stream_free(stream);
@@ -356,6 +414,7 @@ int main(void) {
   RUN(test_many_shapes);
   RUN(test_premulsum_made_again);
   RUN(test_group);
+  RUN(test_sends_and_receives);
   RUN(test_ended);
   if (gpus() >= 2) {
     RUN(test_two_ranks);

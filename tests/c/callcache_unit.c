@@ -9,10 +9,11 @@
 #include <string.h>
 
 #include "callcache.h"
+#include "capi.h"
 #include "harness.h"
 
 /* What reached the fakes, in order: "I<word>" an issue, "C<comm>" goCollective,
- * "R<comm>" goCollectiveRecord, "G1"/"G0" goGroup. */
+ * "R<comm>" goCollectiveRecord recording, "V<comm>" it checking only, "G1"/"G0" goGroup. */
 static char trail[512];
 static void note(const char* fmt, unsigned long long v) {
   char s[32];
@@ -25,37 +26,46 @@ static struct {
   int result;     /* an issue's result */
   uint64_t decline; /* an issue of this word returns -1 */
   uint64_t send, recv, word;
+  uint64_t bufs[2 * purlinCallOps];
+  int n;
   uintptr_t stream;
 } issued;
 
 /* fake_issue stands for a datapath's issue function: its record is one word. */
-static int fake_issue(void* rec, uint64_t send, uint64_t recv, uintptr_t stream) {
+static int fake_issue(void* rec, const uint64_t* bufs, int n, uintptr_t stream) {
   uint64_t word;
   memcpy(&word, rec, sizeof word);
   memset(rec, 0xff, sizeof word); /* the record is the caller's copy */
   if (word == issued.decline) return -1;
   note("I%llu ", word);
-  issued.word = word, issued.send = send, issued.recv = recv, issued.stream = stream;
+  issued.word = word, issued.send = bufs[0], issued.recv = bufs[1], issued.stream = stream, issued.n = n;
+  memcpy(issued.bufs, bufs, 2 * (size_t)n * sizeof *bufs);
   return issued.result;
 }
 
 /* 64 floats read and written, in place when send == recv. */
 static const purlinCallFacts apart = {.in = 256, .out = 256, .align = 4, .inPlaceForm = 1, .inPlace = 0};
 
-static void record(const purlinCallKey* k, const purlinCallFacts* f, uint64_t word, int n) {
+/* record_calls records the n calls keys as one launch, word, with facts f
+ * (n of them) and bytes of the datapath's part. */
+static void record_calls(const purlinCallKey* keys, int n, const purlinCallFacts* f, uint64_t word, int bytes) {
   int size = 0;
-  void* rec = purlinCallRecord(k, &size);
+  void* rec = purlinCallRecord(keys, n, &size);
   if (rec == NULL || size < 8) {
     FAILF("purlinCallRecord gave %p of %d bytes", rec, size);
     return;
   }
   memcpy(rec, &word, sizeof word);
-  purlinCallCommit(rec, f, n, (uintptr_t)fake_issue);
+  purlinCallCommit(rec, f, bytes, (uintptr_t)fake_issue);
+}
+
+static void record(const purlinCallKey* k, const purlinCallFacts* f, uint64_t word, int bytes) {
+  record_calls(k, 1, f, word, bytes);
 }
 
 /* The Go exports: goCollectiveRecord records (word: the communicator's
- * low bits) unless record_mode says it cannot (0), refuses the call (-1)
- * or the cache is off (-2). */
+ * low bits, plus 100 for each call past the first) unless record_mode
+ * says it cannot (0), refuses the call (-1) or the cache is off (-2). */
 static int record_mode = 1;
 purlinResult_t goGroup(int start) {
   note(start ? "G1 " : "G0 ", 0);
@@ -66,9 +76,9 @@ purlinResult_t goCollective(purlinCallKey* key, uintptr_t send, uintptr_t recv, 
   note("C%llu ", key->comm & 0xff);
   return purlinSuccess;
 }
-purlinResult_t goCollectiveRecord(purlinCallKey* key, uintptr_t send, uintptr_t recv, int* recorded) {
-  (void)send, (void)recv;
-  note("R%llu ", key->comm & 0xff);
+purlinResult_t goCollectiveRecord(purlinCallKey* keys, uint64_t* bufs, int n, int record, int* recorded) {
+  (void)bufs;
+  note(record ? "R%llu " : "V%llu ", keys[0].comm & 0xff);
   *recorded = 0;
   if (record_mode == -2) {
     *recorded = -1; /* PURLIN_CALL_CACHE=0 */
@@ -76,13 +86,16 @@ purlinResult_t goCollectiveRecord(purlinCallKey* key, uintptr_t send, uintptr_t 
   }
   if (record_mode < 0) return purlinInvalidArgument;
   if (record_mode > 0) {
-    purlinCallFacts f = apart;
-    if (key->coll == 11) { /* a send reads only, a receive writes only */
-      f.inPlaceForm = 0;
-      if (key->isSend) f.out = 0;
-      else f.in = 0;
+    purlinCallFacts f[purlinCallOps];
+    for (int i = 0; i < n; i++) {
+      f[i] = apart;
+      if (keys[i].coll == capiSendRecv) { /* a send reads only, a receive writes only */
+        f[i].inPlaceForm = 0;
+        if (keys[i].isSend) f[i].out = 0;
+        else f[i].in = 0;
+      }
     }
-    record(key, &f, key->comm & 0xff, 8);
+    if (record) record_calls(keys, n, f, (keys[0].comm & 0xff) + 100 * (uint64_t)(n - 1), 8);
     *recorded = 1;
   }
   return purlinSuccess;
@@ -186,40 +199,43 @@ static void test_what_ends_records(void) {
 }
 
 static void test_ways(void) {
+  enum { ways = purlinCallWays };
   purlinCallKey k = key(5);
-  for (int i = 0; i < 4; i++) {
+  char want[256] = "";
+  for (int i = 0; i < ways; i++) {
     k.count = 100 + (uint64_t)i;
     record(&k, &apart, (uint64_t)(10 + i), 8);
   }
   reset();
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < ways; i++) {
     k.count = 100 + (uint64_t)i;
     purlinCall(&k, 0x1000, 0x2000);
+    snprintf(want + strlen(want), sizeof want - strlen(want), "I%d ", 10 + i);
   }
-  expect_trail("I10 I11 I12 I13 ", "four shapes");
+  expect_trail(want, "a shape a way");
   k.count = 102;
-  record(&k, &apart, 19, 8); /* recorded again: its own way */
-  for (int i = 0; i < 4; i++) {
-    k.count = 100 + (uint64_t)i;
-    purlinCall(&k, 0x1000, 0x2000);
-  }
-  expect_trail("I10 I11 I19 I13 ", "a shape recorded again");
-  k.count = 104;
-  record(&k, &apart, 14, 8); /* a fifth shape takes a way */
+  record(&k, &apart, 99, 8); /* recorded again: its own way */
+  k.count = 101;
+  purlinCall(&k, 0x1000, 0x2000);
+  k.count = 102;
+  purlinCall(&k, 0x1000, 0x2000);
+  expect_trail("I11 I99 ", "a shape recorded again");
+  k.count = 100 + ways;
+  record(&k, &apart, 98, 8); /* one shape more takes a way */
   int kept = 0;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i <= ways; i++) {
     k.count = 100 + (uint64_t)i;
     reset();
     purlinCall(&k, 0x1000, 0x2000);
     kept += trail[0] == 'I';
   }
-  EXPECT(kept == 4, "%d of 5 shapes kept, want 4", kept);
+  EXPECT(kept == ways, "%d of %d shapes kept, want %d", kept, ways + 1, ways);
 }
 
 static void test_one_writer(void) {
   purlinCallKey k = key(6);
   int size = 0;
-  void* rec = purlinCallRecord(&k, &size);
+  void* rec = purlinCallRecord(&k, 1, &size);
   EXPECT(rec != NULL, "no record to write");
   reset();
   purlinCall(&k, 0x1000, 0x2000);
@@ -276,7 +292,7 @@ static void test_group_to_go(void) {
   expect_trail("G1 C20 G0 ", "a flush");
 
   purlinCallKey send = key(22), recv = key(22);
-  send.coll = recv.coll = 11; /* Send, Recv */
+  send.coll = recv.coll = capiSendRecv;
   send.isSend = 1;
   purlinCallGroupStart();
   purlinCall(&a, 0x1000, 0x2000);
@@ -284,24 +300,109 @@ static void test_group_to_go(void) {
   purlinCallGroupEnd();
   expect_trail("R22 I20 I22 ", "a send alone on its communicator");
   purlinCallGroupStart();
+  purlinCall(&a, 0x3000, 0x4000);
   purlinCall(&send, 0x1000, 0);
   purlinCall(&recv, 0, 0x2000);
+  EXPECT(purlinCallGroupEnd() == purlinSuccess, "GroupEnd failed");
+  expect_trail("V22 I20 R22 I122 ", "a send and a receive on one communicator");
+  EXPECT(issued.n == 2 && issued.bufs[0] == 0x1000 && issued.bufs[1] == 0 && issued.bufs[2] == 0 &&
+             issued.bufs[3] == 0x2000,
+         "the pair's issue got %d pairs: %#llx %#llx %#llx %#llx", issued.n, (unsigned long long)issued.bufs[0],
+         (unsigned long long)issued.bufs[1], (unsigned long long)issued.bufs[2], (unsigned long long)issued.bufs[3]);
+  purlinCallKey other = recv;
+  other.stream++;
+  purlinCallGroupStart();
+  purlinCall(&send, 0x1000, 0);
+  purlinCall(&other, 0, 0x2000);
   purlinCallGroupEnd();
-  expect_trail("G1 C22 C22 G0 ", "a send and a receive on one communicator");
+  expect_trail("G1 C22 C22 G0 ", "a send and a receive on two streams");
+  purlinCallGroupStart();
+  purlinCall(&send, 0x1000, 0);
+  purlinCall(&a, 0x3000, 0x4000);
+  purlinCall(&b, 0x5000, 0x6000);
+  purlinCall(&recv, 0, 0x2000);
+  purlinCall(&send, 0x1000, 0);
+  purlinCall(&a, 0x1000, 0x2000); /* a second collective on a */
+  purlinCallGroupEnd();
+  expect_trail("R21 V22 G1 C22 C20 C21 C22 C22 C20 G0 ", "held calls to Go in their order");
 
+  purlinCallKey c = key(23);
   record_mode = 0; /* Go cannot record it */
   purlinCallGroupStart();
   purlinCall(&a, 0x1000, 0x2000);
-  purlinCall(&b, 0x5000, 0x6000);
+  purlinCall(&c, 0x5000, 0x6000);
   purlinCallGroupEnd();
-  expect_trail("R21 G1 C20 C21 G0 ", "a call Go cannot record");
+  expect_trail("R23 G1 C20 C23 G0 ", "a call Go cannot record");
   record_mode = -1; /* Go refuses it */
   purlinCallGroupStart();
   purlinCall(&a, 0x1000, 0x2000);
-  EXPECT(purlinCall(&b, 0x5000, 0x6000) == purlinInvalidArgument, "a refused call succeeded");
+  EXPECT(purlinCall(&c, 0x5000, 0x6000) == purlinInvalidArgument, "a refused call succeeded");
   purlinCallGroupEnd();
-  expect_trail("R21 I20 ", "a refused call is dropped");
+  expect_trail("R23 I20 ", "a refused call is dropped");
   record_mode = 1;
+}
+
+/* A group's sends and receives on each of several communicators are held
+ * and issued at its end, each communicator's by one record, in the order
+ * of their first calls; the record vouches for them in the next group. */
+/* two_pairs makes a group of a send on communicator s->comm, one on t->comm,
+ * then a receive on each (their keys: s, t with isSend cleared). */
+static void two_pairs(const purlinCallKey* s, const purlinCallKey* t) {
+  purlinCallKey rs = *s, rt = *t;
+  rs.isSend = rt.isSend = 0;
+  purlinCallGroupStart();
+  purlinCall((purlinCallKey*)s, 0x1000, 0);
+  purlinCall((purlinCallKey*)t, 0x3000, 0);
+  purlinCall(&rs, 0, 0x2000);
+  purlinCall(&rt, 0, 0x4000);
+  purlinCallGroupEnd();
+}
+
+static void test_group_sends_and_receives(void) {
+  enum { n = purlinCallOps };
+  purlinCallKey s1 = key(50), r1 = key(50), s2 = key(51);
+  s1.coll = r1.coll = s2.coll = capiSendRecv;
+  s1.isSend = s2.isSend = 1;
+  s1.peer = r1.peer = 1;
+  reset();
+  two_pairs(&s1, &s2);
+  two_pairs(&s1, &s2);
+  expect_trail("R50 R51 V50 V51 R50 I150 R51 I151 I150 I151 ", "two communicators' pairs, twice");
+  EXPECT(issued.bufs[0] == 0x3000 && issued.bufs[3] == 0x4000, "the second pair's buffers");
+  purlinCallGroupStart();
+  purlinCall(&r1, 0, 0x2000);
+  purlinCall(&s1, 0x1000, 0);
+  purlinCallGroupEnd();
+  expect_trail("R50 V50 R50 I150 ", "the receive first: another record");
+  purlinCallGroupStart();
+  purlinCall(&s1, 0x1000, 0);
+  purlinCall(&r1, 0, 0x2002); /* misaligned */
+  purlinCallGroupEnd();
+  expect_trail("V50 R50 G1 C50 C50 G0 ", "buffers no record vouches for, which Go checks (the fake passes them)");
+
+  /* A launch's buffers of sends and receives on one communicator, and one more. */
+  purlinCallKey k[n + 1];
+  uint64_t word = 52 + 100 * (n - 1);
+  for (int i = 0; i <= n; i++) k[i] = s1, k[i].comm = key(52).comm, k[i].isSend = i % 2, k[i].peer = i / 2;
+  for (int more = 0; more < 2; more++) {
+    purlinCallGroupStart();
+    for (int i = 0; i < n + more; i++) purlinCall(&k[i], i % 2 ? 0x1000 : 0, i % 2 ? 0 : 0x2000);
+    purlinCallGroupEnd();
+  }
+  char want[64];
+  snprintf(want, sizeof want, "I%llu ", (unsigned long long)word);
+  EXPECT(strstr(trail, want) != NULL && strstr(trail, "G1 ") != NULL, "%d calls by one record, then %d through Go: %s",
+         n, n + 1, trail);
+  reset();
+
+  /* A record declined: its communicator's calls and those after it go to Go. */
+  issued.decline = 151;
+  two_pairs(&s1, &s2);
+  expect_trail("I150 G1 C51 C51 G0 ", "the second communicator's record declined");
+  issued.decline = 150;
+  two_pairs(&s1, &s2);
+  expect_trail("G1 C50 C51 C50 C51 G0 ", "the first communicator's record declined");
+  issued.decline = 0;
 }
 
 /* A record declined at the group's end (not its communicator's latest
@@ -350,6 +451,7 @@ int main(void) {
   RUN(test_one_writer);
   RUN(test_group_held);
   RUN(test_group_to_go);
+  RUN(test_group_sends_and_receives);
   RUN(test_group_declined);
   RUN(test_cache_off);
   return harness_finish();
