@@ -107,6 +107,19 @@ static purlinCallKey key(int c) {
   return k;
 }
 
+/* A call for group_of: its key and buffers. */
+typedef struct {
+  purlinCallKey* key;
+  uint64_t send, recv;
+} call;
+
+/* group_of makes a group of the n calls and returns GroupEnd's result. */
+static purlinResult_t group_of(int n, const call* calls) {
+  purlinCallGroupStart();
+  for (int i = 0; i < n; i++) purlinCall(calls[i].key, calls[i].send, calls[i].recv);
+  return purlinCallGroupEnd();
+}
+
 static void expect_trail(const char* want, const char* what) {
   EXPECT(strcmp(trail, want) == 0, "%s: %s, want %s", what, trail, want);
   reset();
@@ -294,16 +307,10 @@ static void test_group_to_go(void) {
   purlinCallKey send = key(22), recv = key(22);
   send.coll = recv.coll = capiSendRecv;
   send.isSend = 1;
-  purlinCallGroupStart();
-  purlinCall(&a, 0x1000, 0x2000);
-  purlinCall(&send, 0x1000, 0);
-  purlinCallGroupEnd();
+  group_of(2, (call[]){{&a, 0x1000, 0x2000}, {&send, 0x1000, 0}});
   expect_trail("R22 I20 I22 ", "a send alone on its communicator");
-  purlinCallGroupStart();
-  purlinCall(&a, 0x3000, 0x4000);
-  purlinCall(&send, 0x1000, 0);
-  purlinCall(&recv, 0, 0x2000);
-  EXPECT(purlinCallGroupEnd() == purlinSuccess, "GroupEnd failed");
+  EXPECT(group_of(3, (call[]){{&a, 0x3000, 0x4000}, {&send, 0x1000, 0}, {&recv, 0, 0x2000}}) == purlinSuccess,
+         "GroupEnd failed");
   expect_trail("V22 I20 R22 I122 ", "a send and a receive on one communicator");
   EXPECT(issued.n == 2 && issued.bufs[0] == 0x1000 && issued.bufs[1] == 0 && issued.bufs[2] == 0 &&
              issued.bufs[3] == 0x2000,
@@ -311,19 +318,14 @@ static void test_group_to_go(void) {
          (unsigned long long)issued.bufs[1], (unsigned long long)issued.bufs[2], (unsigned long long)issued.bufs[3]);
   purlinCallKey other = recv;
   other.stream++;
-  purlinCallGroupStart();
-  purlinCall(&send, 0x1000, 0);
-  purlinCall(&other, 0, 0x2000);
-  purlinCallGroupEnd();
+  group_of(2, (call[]){{&send, 0x1000, 0}, {&other, 0, 0x2000}});
   expect_trail("G1 C22 C22 G0 ", "a send and a receive on two streams");
-  purlinCallGroupStart();
-  purlinCall(&send, 0x1000, 0);
-  purlinCall(&a, 0x3000, 0x4000);
-  purlinCall(&b, 0x5000, 0x6000);
-  purlinCall(&recv, 0, 0x2000);
-  purlinCall(&send, 0x1000, 0);
-  purlinCall(&a, 0x1000, 0x2000); /* a second collective on a */
-  purlinCallGroupEnd();
+  group_of(6, (call[]){{&send, 0x1000, 0},
+                       {&a, 0x3000, 0x4000},
+                       {&b, 0x5000, 0x6000},
+                       {&recv, 0, 0x2000},
+                       {&send, 0x1000, 0},
+                       {&a, 0x1000, 0x2000}}); /* a second collective on a */
   expect_trail("R21 V22 G1 C22 C20 C21 C22 C22 C20 G0 ", "held calls to Go in their order");
 
   purlinCallKey c = key(23);
@@ -347,15 +349,10 @@ static void test_group_to_go(void) {
  * of their first calls; the record vouches for them in the next group. */
 /* two_pairs makes a group of a send on communicator s->comm, one on t->comm,
  * then a receive on each (their keys: s, t with isSend cleared). */
-static void two_pairs(const purlinCallKey* s, const purlinCallKey* t) {
+static void two_pairs(purlinCallKey* s, purlinCallKey* t) {
   purlinCallKey rs = *s, rt = *t;
   rs.isSend = rt.isSend = 0;
-  purlinCallGroupStart();
-  purlinCall((purlinCallKey*)s, 0x1000, 0);
-  purlinCall((purlinCallKey*)t, 0x3000, 0);
-  purlinCall(&rs, 0, 0x2000);
-  purlinCall(&rt, 0, 0x4000);
-  purlinCallGroupEnd();
+  group_of(4, (call[]){{s, 0x1000, 0}, {t, 0x3000, 0}, {&rs, 0, 0x2000}, {&rt, 0, 0x4000}});
 }
 
 static void test_group_sends_and_receives(void) {
@@ -369,15 +366,9 @@ static void test_group_sends_and_receives(void) {
   two_pairs(&s1, &s2);
   expect_trail("R50 R51 V50 V51 R50 I150 R51 I151 I150 I151 ", "two communicators' pairs, twice");
   EXPECT(issued.bufs[0] == 0x3000 && issued.bufs[3] == 0x4000, "the second pair's buffers");
-  purlinCallGroupStart();
-  purlinCall(&r1, 0, 0x2000);
-  purlinCall(&s1, 0x1000, 0);
-  purlinCallGroupEnd();
+  group_of(2, (call[]){{&r1, 0, 0x2000}, {&s1, 0x1000, 0}});
   expect_trail("R50 V50 R50 I150 ", "the receive first: another record");
-  purlinCallGroupStart();
-  purlinCall(&s1, 0x1000, 0);
-  purlinCall(&r1, 0, 0x2002); /* misaligned */
-  purlinCallGroupEnd();
+  group_of(2, (call[]){{&s1, 0x1000, 0}, {&r1, 0, 0x2002}}); /* misaligned */
   expect_trail("V50 R50 G1 C50 C50 G0 ", "buffers no record vouches for, which Go checks (the fake passes them)");
 
   /* A launch's buffers of sends and receives on one communicator, and one more. */
