@@ -24,6 +24,8 @@ func (cudaFactory) available() error { return cuda.Available() }
 // currentDevice is the calling thread's current CUDA device, if any.
 func (cudaFactory) currentDevice() (int, bool) { return cuda.CurrentDevice() }
 
+func (cudaFactory) deviceMemory(p uintptr) bool { return cuda.DeviceMemory(p) }
+
 func (cudaFactory) topology(nranks, rank int, cfg Config) snac.Topology {
 	return cfg.override(cuda.Topology(nranks, rank))
 }

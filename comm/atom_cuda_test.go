@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,10 +21,12 @@ type fakeCUDA struct {
 	availErr error
 	device   int
 	current  bool
+	onDevice [2]uintptr // [from, to): the addresses deviceMemory reports
 }
 
-func (f fakeCUDA) available() error           { return f.availErr }
-func (f fakeCUDA) currentDevice() (int, bool) { return f.device, f.current }
+func (f fakeCUDA) available() error            { return f.availErr }
+func (f fakeCUDA) currentDevice() (int, bool)  { return f.device, f.current }
+func (f fakeCUDA) deviceMemory(p uintptr) bool { return p >= f.onDevice[0] && p < f.onDevice[1] }
 func (f fakeCUDA) newRank(snac.Topology, atom.Exchange, atom.Options) (atom.Rank, error) {
 	return nil, errs.New(errs.ErrUnsupported, "fake")
 }
@@ -118,6 +121,37 @@ func TestInitRankRecordsCallerDevice(t *testing.T) {
 		require.Equal(t, "host", c.AtomName())
 		require.Equal(t, r, c.Device(), "no current device: the caller's device argument")
 	}
+}
+
+// A communicator that auto put on the host Atom beside a usable GPU (made
+// with no current device) refuses, with an error and staying usable,
+// buffers in device memory, which its threads would fault on, and records
+// no call for C to issue unchecked; another buffer still goes through.
+func TestHostAtomRefusesDeviceMemory(t *testing.T) {
+	if config.Get().Atom != "auto" {
+		t.Skip("PURLIN_ATOM is set")
+	}
+	host, dev := newBuffer(t, 4096), newBuffer(t, 4096)
+	withFakeCUDA(t, &fakeCUDA{onDevice: [2]uintptr{dev.addr(), dev.addr() + 4096}})
+	c := startComms(t, 1, testConfig())[0]
+	require.Equal(t, "host", c.AtomName())
+	call := func(send, recv uintptr) *spec.Call {
+		return &spec.Call{Coll: spec.AllReduce, Send: send, Recv: recv, Count: 64, Type: spec.Float32}
+	}
+	for _, bad := range []*spec.Call{call(dev.addr(), host.addr()), call(host.addr(), dev.addr()+256)} {
+		err := c.Collective(bad, 0)
+		require.True(t, errors.Is(err, errs.ErrInvalidArgument), "got %v", err)
+		require.Contains(t, err.Error(), "is device memory")
+	}
+	require.NoError(t, c.Collective(call(host.addr(), host.addr()+2048), 0))
+	require.NoError(t, c.Synchronize())
+	n, _ := c.Replay([]spec.Call{*call(host.addr(), host.addr()+2048)}, 0, unsafe.Pointer(&[64]byte{}), 64)
+	require.Zero(t, n, "a record that would skip the check")
+
+	withFakeCUDA(t, &fakeCUDA{availErr: errs.New(errs.ErrUnsupported, "no GPU"), onDevice: [2]uintptr{dev.addr(), dev.addr() + 4096}})
+	plain := startComms(t, 1, testConfig())[0]
+	require.NoError(t, plain.Collective(call(dev.addr(), host.addr()), 0), "no usable GPU: nothing is checked")
+	require.NoError(t, plain.Synchronize())
 }
 
 func TestCUDATopology(t *testing.T) {

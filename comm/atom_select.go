@@ -19,11 +19,26 @@ type atomFactory interface {
 
 // cudaAtom is the CUDA datapath's factory (atom_cuda.go sets it), or nil
 // in a build without it. available reports whether a GPU is usable;
-// currentDevice the calling thread's current CUDA device.
+// currentDevice the calling thread's current CUDA device; deviceMemory
+// whether an address lies in memory only a GPU reaches.
 var cudaAtom interface {
 	atomFactory
 	available() error
 	currentDevice() (int, bool)
+	deviceMemory(p uintptr) bool
+}
+
+// deviceMemoryCheck is what a communicator of factory checks its calls'
+// buffers with (Comm.hostReachable): on the host Atom in a process with a
+// usable GPU, the CUDA Atom's deviceMemory, since the host Atom's threads
+// would fault on device memory, which a program that made its
+// communicator before any CUDA call (auto chose host) may well pass; nil
+// otherwise.
+func deviceMemoryCheck(factory atomFactory) func(uintptr) bool {
+	if f := cudaAtom; f != nil && factory.name() == "host" && f.available() == nil {
+		return f.deviceMemory
+	}
+	return nil
 }
 
 // callerDevice applies NCCL's rule at InitRank, on the caller's thread (not

@@ -41,7 +41,31 @@ func (c *Comm) Prepare(call *spec.Call) error {
 			return err
 		}
 	}
-	return call.Validate()
+	if err := call.Validate(); err != nil {
+		return err
+	}
+	if c.deviceMemory != nil {
+		return c.hostReachable(call)
+	}
+	return nil
+}
+
+// hostReachable refuses a call of a communicator on the host Atom beside a
+// usable GPU (deviceMemoryCheck) whose buffers lie in device memory: the
+// Atom's threads would fault on them.
+func (c *Comm) hostReachable(call *spec.Call) error {
+	e := &call.Epilogue
+	for _, b := range [...]struct {
+		name string
+		p    uintptr
+	}{{"sendbuff", call.Send}, {"recvbuff", call.Recv}, {"residual", e.Residual}, {"weight", e.Weight}, {"quant", e.Quant}, {"scales", e.Scales}} {
+		if b.p != 0 && c.deviceMemory(b.p) {
+			return errs.New(errs.ErrInvalidArgument, "%s rank %d: %s %#x is device memory, and this communicator runs on the host Atom: "+
+				"no CUDA device was current on the thread that created it (call cudaSetDevice first, or set PURLIN_ATOM=cuda)",
+				call.Coll, c.rank, b.name, b.p)
+		}
+	}
+	return nil
 }
 
 // Ready reports whether c has finished its init and is neither finalized
@@ -86,13 +110,14 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 // call, or a group's sends and receives on c in the order they were made,
 // which a group launches as one Plan (launchFor); buffer pair i of the
 // record is call i's. n is 0 where there is no record: the datapath
-// records none (the host Atom's only for tests, a communicator across
-// nodes never), or a call is not one buffer pair of a Plan cached for its
+// records none (the host Atom's only for tests, and never beside a usable
+// GPU, where each call's buffers are checked; a communicator across nodes
+// never), or a call is not one buffer pair of a Plan cached for its
 // shape (an epilogue's buffers, the V forms' counts, a user's op, whose
 // scalar its handle may come to name anew).
 func (c *Comm) Replay(calls []spec.Call, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
 	r, ok := c.dp.(atom.Replayer)
-	if !ok || !c.Ready() || len(calls) == 0 || len(calls) > atom.MaxBuffers {
+	if !ok || !c.Ready() || len(calls) == 0 || len(calls) > atom.MaxBuffers || c.deviceMemory != nil {
 		return 0, 0
 	}
 	var plans [atom.MaxBuffers]*snac.Plan

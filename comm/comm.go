@@ -85,6 +85,8 @@ type Comm struct {
 	dp       atom.Rank
 	atomName string
 	plans    *planner
+	// deviceMemory is set on the host Atom beside a usable GPU (deviceMemoryCheck).
+	deviceMemory func(uintptr) bool
 
 	asyncErr atomic.Pointer[error] // first failure of the communicator (abort, failed init) or of its work
 	redops   redOpTable
@@ -147,6 +149,7 @@ func (c *Comm) init(id UniqueID) (err error) {
 		return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, factory.name(), err)
 	}
 	c.boot, c.dp, c.atomName = boot, dp, factory.name()
+	c.deviceMemory = deviceMemoryCheck(factory)
 	c.plans = newPlanner(topo)
 	// A rank gone is an error only for work that still needs it: the
 	// datapath fails the waits that what the rank wrote does not satisfy.

@@ -1,5 +1,7 @@
 package cuda
 
+import "unsafe"
+
 // CurrentDevice returns the device of the calling OS thread's current CUDA
 // context, and whether there is one. It is NCCL's rule for which GPU a
 // communicator uses: the device current when ncclCommInitRank is called
@@ -20,4 +22,19 @@ func CurrentDevice() (int, bool) {
 		return 0, false
 	}
 	return int(dev), true
+}
+
+// DeviceMemory reports whether p lies in memory only a GPU reaches: device
+// memory that is not managed (pinned or managed host memory, and memory
+// CUDA does not know, the CPU reaches). Without a CUDA driver it reports
+// false.
+func DeviceMemory(p uintptr) bool {
+	if p == 0 || loadDriver() != nil {
+		return false
+	}
+	var kind, managed uint32
+	if driver.PointerGetAttribute(unsafe.Pointer(&kind), pointerAttrMemoryType, devicePtr(p)) != cuSuccess || kind != memoryTypeDevice {
+		return false
+	}
+	return driver.PointerGetAttribute(unsafe.Pointer(&managed), pointerAttrIsManaged, devicePtr(p)) != cuSuccess || managed == 0
 }

@@ -47,6 +47,9 @@ const (
 	streamCaptureModeRelaxed     = 2
 	streamNonBlocking            = 0x1
 	deviceAttrComputeMajor       = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	pointerAttrMemoryType        = 2  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+	pointerAttrIsManaged         = 8  // CU_POINTER_ATTRIBUTE_IS_MANAGED
+	memoryTypeDevice             = 2  // CU_MEMORYTYPE_DEVICE
 )
 
 // memAllocationProp is CUmemAllocationProp.
@@ -78,6 +81,7 @@ var driver struct {
 	DeviceGetAttribute              func(v *int32, attr int32, dev cuDevice) cuResult
 	DevicePrimaryCtxRetain          func(ctx *cuContext, dev cuDevice) cuResult
 	CtxGetCurrent                   func(ctx *cuContext) cuResult
+	PointerGetAttribute             func(data unsafe.Pointer, attr int32, p devicePtr) cuResult
 	CtxSetCurrent                   func(ctx cuContext) cuResult
 	CtxGetDevice                    func(dev *cuDevice) cuResult
 	CtxPushCurrent                  func(ctx cuContext) cuResult
@@ -155,6 +159,7 @@ func openDriver() (err error) {
 	reg(&d.DeviceGetAttribute, "cuDeviceGetAttribute")
 	reg(&d.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
 	reg(&d.CtxGetCurrent, "cuCtxGetCurrent")
+	reg(&d.PointerGetAttribute, "cuPointerGetAttribute")
 	reg(&d.CtxSetCurrent, "cuCtxSetCurrent")
 	reg(&d.CtxGetDevice, "cuCtxGetDevice")
 	reg(&d.CtxPushCurrent, "cuCtxPushCurrent_v2")

@@ -7,13 +7,16 @@
  * large regimes) against a host reference, ncclMemFree (and its refusal of a
  * pointer it never gave), and symmetric windows (ncclCommWindowRegister) on
  * ncclMemAlloc memory, deregistered in a group and, as NCCL programs also do,
- * one communicator after the other without a group. Prints one PASS/FAIL line per check; exit 1 on any
+ * one communicator after the other without a group; first, that a communicator made
+ * before any CUDA device is current refuses device buffers with an error (its host
+ * Atom would fault on them). Prints one PASS/FAIL line per check; exit 1 on any
  * failure. Ranks: argv[1] (tests/gpu/run.sh passes $NGPUS), default 2, at most 8;
  * rank r's device is nranks-1-r. Build: gcc -Iinclude -I$CUDA_HOME/include ... -lpurlin -lcudart.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "gpucheck.h"
@@ -143,10 +146,48 @@ static void run_windows(ncclComm_t* comms) {
   }
 }
 
+/* run_no_device: a communicator made before any CUDA device is current
+ * runs on the host Atom (PURLIN_ATOM=auto), which cannot touch device
+ * memory: a collective on device buffers is refused with an error that
+ * says why (twice: no record issues it unchecked), and the communicator
+ * still serves host buffers. Runs first, before this process's first CUDA
+ * call. */
+static void run_no_device(void) {
+  const char* atom = getenv("PURLIN_ATOM");
+  if (atom && *atom && strcmp(atom, "auto") != 0) {
+    printf("SKIP no-device check: PURLIN_ATOM=%s\n", atom);
+    return;
+  }
+  ncclUniqueId id;
+  ncclComm_t c;
+  MUST(ncclGetUniqueId(&id));
+  MUST(ncclCommInitRank(&c, 1, id, 0));
+  MUST(cudaSetDevice(0));
+  enum { n = 1031 };
+  float *dev, *host = malloc(2 * n * sizeof(float));
+  MUST(cudaMalloc((void**)&dev, 2 * n * sizeof(float)));
+  for (int round = 0; round < 2; round++) {
+    ncclResult_t r = ncclAllReduce(dev, dev + n, n, ncclFloat, ncclSum, c, 0);
+    const char* why = ncclGetLastError(c);
+    char what[160];
+    snprintf(what, sizeof what, "device buffers on a communicator made with no current device are refused (call %d: %d)", round, r);
+    check(r == ncclInvalidArgument && why && strstr(why, "device memory"), what);
+  }
+  for (int i = 0; i < n; i++) host[i] = (float)i;
+  ncclResult_t r = ncclAllReduce(host, host + n, n, ncclFloat, ncclSum, c, 0);
+  int ok = r == ncclSuccess && purlinCommSynchronize((purlinComm_t)c) == purlinSuccess;
+  for (int i = 0; i < n && ok; i++) ok = host[n + i] == (float)i;
+  check(ok, "that communicator still serves host buffers");
+  MUST(ncclCommDestroy(c));
+  MUST(cudaFree(dev));
+  free(host);
+}
+
 int main(int argc, char** argv) {
   /* A call that waits for a peer that never comes fails in seconds, not minutes. */
   setenv("PURLIN_TIMEOUT", "30", 0);
   if (argc > 1) nranks = atoi(argv[1]);
+  run_no_device();
   if (nranks < 1 || nranks > MAXR) {
     printf("FAIL memalloc_e2e: %d ranks, want 1..%d\n", nranks, MAXR);
     return 1;
