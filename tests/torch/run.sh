@@ -5,7 +5,7 @@
 # so the real NCCL never satisfies torch's NEEDED), else build/libpurlin.so.
 #   TORCH_BACKEND=gloo  the harness self-check on the CPU (no GPU, no Purlin)
 #   TORCH_BASELINE=1    the same cases on the real NCCL (no preload)
-#   TORCH_NRANKS=N (default 2)   PYTHON=... (python3)
+#   TORCH_NRANKS=N (default 2)   TORCH_CASES=REGEX (the cases whose names it finds)   PYTHON=... (python3)
 # The log goes to $PURLIN_DROPIN_LOGS/torch-<backend>.log (default build/dropin-logs/), one
 # stderr file per rank beside it. Exit status 0 only if every check passed.
 set -uo pipefail
@@ -18,7 +18,7 @@ fi
 out="${PURLIN_DROPIN_LOGS:-$root/build/dropin-logs}"
 mkdir -p "$out"
 backend="${TORCH_BACKEND:-nccl}"
-args=(--backend "$backend" --nranks "${TORCH_NRANKS:-2}" --logdir "$out")
+args=(--backend "$backend" --nranks "${TORCH_NRANKS:-2}" --logdir "$out" --cases "${TORCH_CASES:-}")
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-60}"
 preload=()
 if [[ "${TORCH_BASELINE:-0}" == 1 ]]; then
