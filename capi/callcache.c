@@ -153,14 +153,17 @@ static int heldOn(const groupState *g, uintptr_t comm, purlinCallKey *keys, uint
 }
 
 /* joins reports whether a group may hold key beside the m calls keys of its
- * communicator and issue them as one record: none, or sends and receives
- * alone on one stream (Go launches them as one Plan), up to a launch's
- * buffers. Any other mix Go orders among the communicator's calls. */
+ * communicator and issue them as one record, as Go launches them as one
+ * Plan: none yet, or, on one stream and up to a launch's buffers, sends and
+ * receives alone, or collectives of one type and op alone (a run Go
+ * merges). Any other mix Go orders among the communicator's calls. */
 static int joins(const purlinCallKey *keys, int m, const purlinCallKey *key) {
   if (m == 0) return 1;
-  if (m >= kCalls || key->coll != capiSendRecv) return 0;
+  if (m >= kCalls) return 0;
+  int p2p = key->coll == capiSendRecv;
   for (int i = 0; i < m; i++) {
-    if (keys[i].coll != capiSendRecv || keys[i].stream != key->stream) return 0;
+    if (keys[i].stream != key->stream || (keys[i].coll == capiSendRecv) != p2p) return 0;
+    if (!p2p && (keys[i].dtype != key->dtype || keys[i].op != key->op)) return 0;
   }
   return 1;
 }

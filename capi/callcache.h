@@ -12,10 +12,11 @@
  * Groups are therefore tracked here first. A thread's group holds its calls
  * in C while each communicator has one recorded collective of the group (the
  * calls a group of one collective per communicator makes, as a thread that
- * drives several GPUs does; Go would launch each alone) or only sends and
- * receives on one stream (Go launches them as one Plan, recorded as one
- * launch of them all: the exchanges of pipeline stages and of all-to-alls
- * made of sends and receives). The first call or
+ * drives several GPUs does; Go would launch each alone) or, on one stream,
+ * only sends and receives (the exchanges of pipeline stages and of
+ * all-to-alls made of them) or only collectives of one type and op
+ * (coalesced calls): Go launches those as one Plan, recorded as one launch
+ * of them all. The first call or
  * entry point that is anything else moves the group into Go (purlinCallFlush):
  * Go's group is opened as deep as the thread's, and the held calls are handed
  * to it in order, as if they had gone there at once. */

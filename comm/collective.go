@@ -107,9 +107,10 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 // Replay records the launch of calls on stream, which Prepare has checked
 // (and Collective may have launched), for C to issue with other input and
 // output buffers (atom.Replayer): the C API's call cache. calls is one
-// call, or a group's sends and receives on c in the order they were made,
-// which a group launches as one Plan (launchFor); buffer pair i of the
-// record is call i's. n is 0 where there is no record: the datapath
+// call, or a group's calls on c in the order they were made that the group
+// launches as one Plan (launchFor): sends and receives alone, or
+// collectives of one type and op alone; buffer pair i of the record is
+// call i's. n is 0 where there is no record: the datapath
 // records none (the host Atom's only for tests, and never beside a usable
 // GPU, where each call's buffers are checked; a communicator across nodes
 // never), or a call is not one buffer pair of a Plan cached for its
@@ -123,8 +124,7 @@ func (c *Comm) Replay(calls []spec.Call, stream uintptr, rec unsafe.Pointer, siz
 	var plans [atom.MaxBuffers]*snac.Plan
 	for i := range calls {
 		call := &calls[i]
-		if call.Epilogue.Kind != 0 || call.Coll.Vectored() || call.Op.Kind >= spec.NumOps ||
-			len(calls) > 1 && call.Coll != spec.SendRecv {
+		if call.Epilogue.Kind != 0 || call.Coll.Vectored() || call.Op.Kind >= spec.NumOps || !mergedAlike(&calls[0], call) {
 			return 0, 0
 		}
 		var err error
@@ -140,6 +140,16 @@ func (c *Comm) Replay(calls []spec.Call, stream uintptr, rec unsafe.Pointer, siz
 		}
 	}
 	return r.Replay(plan, stream, rec, size)
+}
+
+// mergedAlike reports whether call goes in one Plan with first when a
+// group's calls on a communicator are both alone (launchFor): both are
+// sends or receives, or both collectives of one type and op.
+func mergedAlike(first, call *spec.Call) bool {
+	if (first.Coll == spec.SendRecv) != (call.Coll == spec.SendRecv) {
+		return false
+	}
+	return call.Coll == spec.SendRecv || call.Type == first.Type && call.Op == first.Op
 }
 
 // buffersOf is the memory call's Plan addresses.

@@ -248,7 +248,7 @@ func (g *group) launchFor(c *Comm) error {
 	colls, p2p := g.colls, g.p2p
 	for len(colls) > 0 {
 		n := 1 // the run of collectives of one type and op
-		for n < len(colls) && colls[n].call.Type == colls[0].call.Type && colls[n].call.Op == colls[0].call.Op {
+		for n < len(colls) && mergedAlike(&colls[0].call, &colls[n].call) {
 			n++
 		}
 		run := colls[:n:n]

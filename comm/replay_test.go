@@ -53,17 +53,19 @@ func TestReplayRecordsPlainCalls(t *testing.T) {
 	require.Zero(t, n, "a finalized communicator recorded a call")
 }
 
-// Replay records a group's sends and receives on one communicator as the
-// one launch the group makes of them, and nothing for several calls of
-// which one is a collective (a group orders those otherwise) or for more
-// calls than a launch has buffers.
-func TestReplayRecordsSendsAndReceives(t *testing.T) {
+// Replay records a group's sends and receives on one communicator, or its
+// collectives of one type and op, as the one launch the group makes of
+// them, and nothing for other mixes (a group orders those otherwise) or for
+// more calls than a launch has buffers.
+func TestReplayRecordsGroupedCalls(t *testing.T) {
 	c := startComms(t, 1, testConfig())[0]
 	in, out := newBuffer(t, 4096), newBuffer(t, 4096)
 	send := spec.Call{Coll: spec.SendRecv, Send: in.addr(), Count: 64, Type: spec.Float32, Peer: 0, IsSend: true}
 	recv := spec.Call{Coll: spec.SendRecv, Recv: out.addr(), Count: 64, Type: spec.Float32, Peer: 0}
 	reduce := spec.Call{Coll: spec.AllReduce, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32}
-	for _, call := range []*spec.Call{&send, &recv, &reduce} {
+	other := reduce
+	other.Type = spec.Int32
+	for _, call := range []*spec.Call{&send, &recv, &reduce, &other} {
 		require.NoError(t, c.Prepare(call))
 	}
 	many := make([]spec.Call, atom.MaxBuffers+1)
@@ -80,6 +82,8 @@ func TestReplayRecordsSendsAndReceives(t *testing.T) {
 		{"a launch's buffers of sends", many[:atom.MaxBuffers], true},
 		{"more", many, false},
 		{"with a collective", []spec.Call{send, reduce}, false},
+		{"collectives of one type and op", []spec.Call{reduce, reduce}, true},
+		{"of two types", []spec.Call{reduce, other}, false},
 		{"none", nil, false},
 	}
 	for _, tc := range cases {

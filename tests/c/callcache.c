@@ -4,7 +4,7 @@
  * issued from a record without entering Go; these tests call the same shapes
  * with other buffers, in place after out of place and back, with buffers Go
  * would refuse, inside groups (sends and receives of one communicator
- * among them), with a user op made again under the same
+ * among them, and collectives of one type), with a user op made again under the same
  * handle, after finalize and destroy, and from two threads that are two
  * ranks, and check every result and error against what the path through Go
  * gives (run.sh also runs the suite with PURLIN_CALL_CACHE=0).
@@ -269,6 +269,31 @@ static void test_sends_and_receives(void) {
   if (c) ncclCommDestroy(c);
 }
 
+/* Collectives of one type and op in one group on one communicator are
+ * issued by one record (the Plan Go merges them into), round after round
+ * with their buffers changing; one of another type in the group sends the
+ * group through Go. */
+static void test_coalesced(void) {
+  ncclComm_t c = one_rank();
+  float* buf = mem_alloc(8 * N * sizeof(float));
+  for (int i = 0; i < 12 && c && buf; i++) {
+    float *in = buf + (i % 2) * N, *out = buf + 4 * N + (i % 3) * N, *in2 = buf + 2 * N, *out2 = buf + 7 * N;
+    size_t n2 = 33;
+    fill(in, N, (float)i);
+    fill(in2, n2, (float)(100 + i));
+    int ok = ncclGroupStart() == ncclSuccess;
+    ok &= ncclAllReduce(in, out, N, ncclFloat32, ncclSum, c, 0) == ncclSuccess;
+    ok &= ncclAllReduce(in2, out2, n2, ncclFloat32, ncclSum, c, 0) == ncclSuccess;
+    if (i % 4 == 3) ok &= ncclAllReduce(in2, in2, n2, ncclFloat64, ncclSum, c, 0) == ncclSuccess; /* in place, another type */
+    ok &= ncclGroupEnd() == ncclSuccess;
+    EXPECT(ok && sync_comm(c), "round %d: a call failed", i);
+    expect_copy("the first", out, N, (float)i);
+    expect_copy("the second", out2, n2, (float)(100 + i));
+  }
+  mem_free(buf);
+  if (c) ncclCommDestroy(c);
+}
+
 /* After finalize, and after destroy, a cached shape is refused. */
 static void test_ended(void) {
   float* a = mem_alloc(N * sizeof(float));
@@ -415,6 +440,7 @@ int main(void) {
   RUN(test_premulsum_made_again);
   RUN(test_group);
   RUN(test_sends_and_receives);
+  RUN(test_coalesced);
   RUN(test_ended);
   if (gpus() >= 2) {
     RUN(test_two_ranks);

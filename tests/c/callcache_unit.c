@@ -280,17 +280,23 @@ static void test_group_held(void) {
   expect_trail("I11 ", "the outer group's end");
 }
 
-/* Anything but a recorded collective on a communicator of its own moves
- * the group into Go, its held calls first, as deep as it is open. */
+/* Anything but calls a communicator's record can issue together (one
+ * collective, collectives of one type and op, sends and receives) moves the
+ * group into Go, its held calls first, as deep as it is open. */
 static void test_group_to_go(void) {
-  purlinCallKey a = key(20), b = key(21);
+  purlinCallKey a = key(20), b = key(21), a2 = key(20);
+  a2.dtype++; /* another type: Go launches it apart */
   record(&a, &apart, 20, 8);
   reset();
+  group_of(2, (call[]){{&a, 0x1000, 0x2000}, {&a, 0x3000, 0x4000}});
+  group_of(2, (call[]){{&a, 0x1000, 0x2000}, {&a, 0x3000, 0x4000}});
+  expect_trail("V20 R20 I120 I120 ", "two collectives of one type and op on one communicator, twice");
+  EXPECT(issued.n == 2 && issued.bufs[2] == 0x3000 && issued.bufs[3] == 0x4000, "the second collective's buffers");
   purlinCallGroupStart();
   purlinCallGroupStart();
   purlinCall(&a, 0x1000, 0x2000);
-  purlinCall(&a, 0x3000, 0x4000); /* a second call on a */
-  expect_trail("G1 G1 C20 C20 ", "a second call on one communicator");
+  purlinCall(&a2, 0x3000, 0x4000);
+  expect_trail("G1 G1 C20 C20 ", "a collective of another type on one communicator");
   purlinCall(&b, 0x1000, 0x2000);
   purlinCallGroupEnd();
   purlinCallGroupEnd();
@@ -325,7 +331,7 @@ static void test_group_to_go(void) {
                        {&b, 0x5000, 0x6000},
                        {&recv, 0, 0x2000},
                        {&send, 0x1000, 0},
-                       {&a, 0x1000, 0x2000}}); /* a second collective on a */
+                       {&a2, 0x1000, 0x2000}}); /* another type on a */
   expect_trail("R21 V22 G1 C22 C20 C21 C22 C22 C20 G0 ", "held calls to Go in their order");
 
   purlinCallKey c = key(23);
