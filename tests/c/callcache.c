@@ -317,9 +317,10 @@ static void test_ended(void) {
 }
 
 /* Two ranks, one thread each: AllReduce without groups, then sends and
- * receives, then both in one group; every call of a rank after its first
- * of a shape is issued from its record. bad: 0, or the failed call's round
- * (sends and receives from 101, exchanges from 201). */
+ * receives, then both in one group, then broadcasts in one group; every
+ * call of a rank after its first of a shape is issued from its record. bad:
+ * 0, or the failed call's round (sends and receives from 101, exchanges
+ * from 201, broadcasts from 301). */
 typedef struct {
   ncclUniqueId id;
   int rank;
@@ -408,6 +409,33 @@ static void* two_ranks_rank(void* p) {
       if (h[j] != (float)((2 - t->rank) * 1000 + i + j)) {
         t->bad = 200 + i + 1;
         break;
+      }
+    }
+  }
+  /* An all-gather of uneven parts as vLLM's all_gatherv makes it: a group
+   * of one broadcast a rank (rank r's part from root r, n_r elements, into
+   * its place), collectives of one type issued from one record. */
+  for (int i = 0; i < 20 && !t->bad; i++) {
+    size_t n[2] = {i % 3 == 2 ? 17 : N, 5 + (size_t)i}, at[2] = {0, n[0]};
+    float *part = buf + (i % 2) * N, *all = buf + 2 * N;
+    for (size_t j = 0; j < n[t->rank]; j++) h[j] = (float)((t->rank + 1) * 1000 + i + j);
+    mem_put(part, h, n[t->rank] * sizeof(float));
+    int ok = ncclGroupStart() == ncclSuccess;
+    for (int root = 0; root < 2; root++) {
+      ok &= ncclBroadcast(part, all + at[root], n[root], ncclFloat32, root, c, stream) == ncclSuccess;
+    }
+    ok &= ncclGroupEnd() == ncclSuccess;
+    if (!ok || !sync_comm(c)) {
+      t->bad = 300 + i + 1;
+      break;
+    }
+    for (int root = 0; root < 2 && !t->bad; root++) {
+      mem_get(h, all + at[root], n[root] * sizeof(float));
+      for (size_t j = 0; j < n[root]; j++) {
+        if (h[j] != (float)((root + 1) * 1000 + i + j)) {
+          t->bad = 300 + i + 1;
+          break;
+        }
       }
     }
   }
