@@ -92,12 +92,20 @@ static int fits(const purlinCallFacts *f, uint64_t send, uint64_t recv) {
   return disjoint || inPlace;
 }
 
+/* sameKeys reports whether e's first n calls have the keys keys. */
+static int sameKeys(const entry *e, const purlinCallKey *keys, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!sameKey(&e->key[i], &keys[i])) return 0;
+  }
+  return 1;
+}
+
 /* matches reports whether e records the n calls keys with buffers bufs
  * (bufs[2i], bufs[2i+1]: call i's), or, with prefix set, begins with them. */
 static int matches(const entry *e, const purlinCallKey *keys, const uint64_t *bufs, int n, int prefix) {
-  if (e->n <= 0 || e->n > kRecordBytes || (prefix ? e->calls < n : e->calls != n)) return 0;
+  if (e->n <= 0 || e->n > kRecordBytes || (prefix ? e->calls < n : e->calls != n) || !sameKeys(e, keys, n)) return 0;
   for (int i = 0; i < n; i++) {
-    if (!sameKey(&e->key[i], &keys[i]) || !fits(&e->facts[i], bufs[2 * i], bufs[2 * i + 1])) return 0;
+    if (!fits(&e->facts[i], bufs[2 * i], bufs[2 * i + 1])) return 0;
   }
   return 1;
 }
@@ -297,10 +305,7 @@ void *purlinCallRecord(const purlinCallKey *keys, int n, int *size) {
   entry *e = NULL;
   for (int w = 0; w < kWays && e == NULL; w++) {
     entry *x = &s->ways[w];
-    if (x->n <= 0 || x->calls != n) continue;
-    int same = 1;
-    for (int i = 0; i < n && same; i++) same = sameKey(&x->key[i], &keys[i]);
-    if (same) e = x;
+    if (x->n > 0 && x->calls == n && sameKeys(x, keys, n)) e = x;
   }
   if (e == NULL) e = &s->ways[__atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED) % kWays];
   uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);

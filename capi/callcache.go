@@ -20,7 +20,8 @@ import (
 var _ = [1]struct{}{}[C.purlinCallOps-atom.MaxBuffers]
 
 // remember records calls, validated by c for the arguments in keys (one
-// call, or a group's sends and receives on c, in order), as one launch for
+// call, or a group's calls on c that it launches as one Plan, in order:
+// comm.Replay), as one launch for
 // the call cache (callcache.h), and reports whether it did: the
 // datapath's record of their Plan's launch, and what the checks concluded
 // from each call's buffers, so that later calls of these keys whose

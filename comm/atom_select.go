@@ -35,7 +35,8 @@ var cudaAtom interface {
 // communicator before any CUDA call (auto chose host) may well pass; nil
 // otherwise.
 func deviceMemoryCheck(factory atomFactory) func(uintptr) bool {
-	if f := cudaAtom; f != nil && factory.name() == "host" && f.available() == nil {
+	f := cudaAtom
+	if _, host := factory.(hostAtom); host && f != nil && f.available() == nil {
 		return f.deviceMemory
 	}
 	return nil
