@@ -212,15 +212,16 @@ func TestPlanCopiesByContent(t *testing.T) {
 	var c plans
 	first, err := c.upload(build(1<<20), copies)
 	require.NoError(t, err)
-	require.Len(t, m.mem, 1)
+	one := c.used
 	twin := build(1 << 20)
 	again, err := c.upload(twin, copies)
 	require.NoError(t, err)
 	require.Same(t, first, again, "the twin's device copy")
 	require.Same(t, first, c.lookup(twin), "found by the twin's pointer from then on")
-	require.Len(t, m.mem, 1, "no second copy")
+	require.Equal(t, one, c.used, "no second copy")
 
 	counts := []uint64{1 << 20, 3000, 1 << 24}
+	distinct := map[uint64]uintptr{}
 	for round := range 3 * maxPointers {
 		count := counts[round%len(counts)]
 		d, err := c.upload(build(count), copies)
@@ -228,7 +229,72 @@ func TestPlanCopiesByContent(t *testing.T) {
 		image, err := planBytes(build(count))
 		require.NoError(t, err)
 		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "round %d", round)
+		distinct[count] = uintptr(len(image)+15) &^ 15
 	}
-	require.Len(t, m.mem, len(counts), "one device copy per distinct Plan")
+	var want uintptr
+	for _, n := range distinct {
+		want += n
+	}
+	require.Equal(t, want, c.used, "one device copy per distinct Plan")
+	require.Len(t, m.mem, 1, "all in the first chunk")
 	require.LessOrEqual(t, c.pointers, maxPointers)
+}
+
+// TestPlansAllocateOnlyToGrow: a rank's Plan images lie in chunks allocated
+// ahead of them (plans.reserve when the rank is made), so the call of a new
+// shape allocates no device memory, which would keep its kernel from running
+// beside any other kernel on the GPU; chunks double as images outgrow them,
+// and a copy that fails gives its room back.
+func TestPlansAllocateOnlyToGrow(t *testing.T) {
+	const launch, copies cuStream = 0x51, 0x52
+	m := useModelDevice(t, launch)
+	var sizes []uintptr
+	alloc := driver.MemAlloc
+	driver.MemAlloc = func(p *devicePtr, size uintptr) cuResult {
+		sizes = append(sizes, size)
+		return alloc(p, size)
+	}
+	build := func(coll spec.Collective, count uint64) *snac.Plan {
+		call := &spec.Call{Coll: coll, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: count,
+			Rank: 0, NRanks: 8, Send: 1 << 40, Recv: 2 << 40}
+		plan, err := snac.Build(call, Topology(8, 0))
+		require.NoError(t, err)
+		return plan
+	}
+	var c plans
+	require.NoError(t, c.reserve())
+	require.Equal(t, []uintptr{planChunk}, sizes)
+
+	for count := uint64(1); count <= 4096; count = count*3 + 1 { // packet Plans of 8 ranks
+		_, err := c.upload(build(spec.AllReduce, count), copies)
+		require.NoError(t, err)
+	}
+	require.Len(t, sizes, 1, "small Plans fit the first chunk: %d bytes", c.used)
+
+	for count := uint64(1 << 20); count <= 32<<20; count *= 2 { // staged and ring Plans, 0.2-8 MB each
+		d, err := c.upload(build(spec.AllGather, count), copies)
+		require.NoError(t, err)
+		image, err := planBytes(build(spec.AllGather, count))
+		require.NoError(t, err)
+		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "count %d: the image lies whole in one chunk", count)
+	}
+	for i := 1; i < len(sizes); i++ {
+		require.GreaterOrEqual(t, sizes[i], min(2*sizes[i-1], planChunk<<planChunkGrowth), "chunk %d of %v", i, sizes)
+	}
+	require.LessOrEqual(t, len(sizes), 6, "chunks %v for %d bytes of Plans", sizes, c.used)
+
+	used, next, n := c.used, c.next, len(sizes)
+	copyAsync := driver.MemcpyHtoDAsync
+	driver.MemcpyHtoDAsync = func(devicePtr, unsafe.Pointer, uintptr, cuStream) cuResult { return cuErrorNotReady }
+	_, err := c.upload(build(spec.AllReduce, 5000), copies)
+	require.Error(t, err)
+	require.Equal(t, used, c.used)
+	driver.MemcpyHtoDAsync = copyAsync
+	d, err := c.upload(build(spec.AllReduce, 5000), copies)
+	require.NoError(t, err)
+	if len(sizes) == n {
+		require.Equal(t, uint64(next), d.steps, "placed where the failed copy would have been")
+	}
+	c.free()
+	require.Empty(t, m.mem, "every chunk freed")
 }

@@ -314,12 +314,37 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 // Device memory then grows with the distinct Plans a rank runs, never with
 // how often it runs them; the pointer map is emptied when it holds
 // maxPointers, so dropped Plans are not kept alive by it.
+//
+// Images lie in chunks of device memory allocated ahead of them: the first
+// when the rank is made (reserve), each later one, when an image does not
+// fit, twice the size of the one before. An allocation per image would put a
+// device memory allocation between two launches on different streams of the
+// GPU, which keeps them from running at the same time (CUDA's implicit
+// synchronization): the kernel of a call of a new shape would wait for every
+// kernel already on the GPU, the caller's compute on another stream among
+// them, and for another rank's kernel on the same GPU that waits for this
+// very call, until the timeout.
 type plans struct {
 	cache    sync.Map // *snac.Plan -> *devicePlan
 	mu       sync.Mutex
 	pointers int                       // entries in cache; guarded by mu
-	images   map[uint64][]*deviceImage // the cuMemAlloc'd copies, by a hash of their bytes; guarded by mu
+	images   map[uint64][]*deviceImage // the device copies, by a hash of their bytes; guarded by mu
+	// chunks are the allocations images lie in; next and left, the free
+	// end of the last one; used, the bytes of images placed. Guarded by mu.
+	chunks     []devicePtr
+	next       devicePtr
+	left, used uintptr
 }
+
+// planChunk is the size of a rank's first chunk of Plan images: it holds
+// dozens to hundreds of packet Plans (0.5-120 KB each); a ring's image grows
+// with its size (AllReduce of 1 GiB: 2.6 MB on 2 ranks, 30 MB on 8), and
+// takes a chunk of its own when larger than the next. Each chunk is twice
+// the one before, planChunkGrowth times at most.
+const (
+	planChunk       = 2 << 20
+	planChunkGrowth = 5
+)
 
 // deviceImage is one device copy and the bytes it holds. Two Plans of equal
 // bytes and worker count have equal steps too (the image's length fixes
@@ -386,12 +411,12 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	}
 	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
 	size := uintptr(len(b)+15) &^ 15
-	var ptr devicePtr
-	if r := driver.MemAlloc(&ptr, size); r != cuSuccess {
-		return nil, cuErr(r, "cuMemAlloc", "plan of ", size, " bytes")
+	ptr, err := c.claim(size)
+	if err != nil {
+		return nil, err
 	}
 	if err := copyToDevice(ptr, b, copies); err != nil {
-		driver.MemFree(ptr)
+		c.next, c.left, c.used = ptr, c.left+size, c.used-size // the room is free again
 		return nil, fmt.Errorf("cuda plan: %w", err)
 	}
 	d.place(uint64(ptr), p)
@@ -403,6 +428,41 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	return d, nil
 }
 
+// reserve allocates the first chunk of Plan images; ctx is current.
+func (c *plans) reserve() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.chunks) > 0 {
+		return nil
+	}
+	return c.grow(planChunk)
+}
+
+// claim returns size bytes (a multiple of 16) for an image, in the last
+// chunk or a new one; the caller holds mu and has ctx current.
+func (c *plans) claim(size uintptr) (devicePtr, error) {
+	if size > c.left {
+		if err := c.grow(max(size, planChunk<<min(len(c.chunks), planChunkGrowth))); err != nil {
+			return 0, err
+		}
+	}
+	ptr := c.next
+	c.next, c.left, c.used = c.next+devicePtr(size), c.left-size, c.used+size
+	return ptr, nil
+}
+
+// grow allocates a chunk of n bytes and places images there from now on;
+// the caller holds mu and has ctx current.
+func (c *plans) grow(n uintptr) error {
+	var ptr devicePtr
+	if r := driver.MemAlloc(&ptr, n); r != cuSuccess {
+		return cuErr(r, "cuMemAlloc", "Plans, a chunk of ", n, " bytes")
+	}
+	c.chunks = append(c.chunks, ptr)
+	c.next, c.left = ptr, n
+	return nil
+}
+
 // remember maps p to d; the caller holds mu.
 func (c *plans) remember(p *snac.Plan, d *devicePlan) {
 	c.cache.Store(p, d)
@@ -412,11 +472,10 @@ func (c *plans) remember(p *snac.Plan, d *devicePlan) {
 func (c *plans) free() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, list := range c.images {
-		for _, img := range list {
-			driver.MemFree(devicePtr(img.plan.steps))
-		}
+	for _, ptr := range c.chunks {
+		driver.MemFree(ptr)
 	}
 	c.images, c.pointers = nil, 0
+	c.chunks, c.next, c.left, c.used = nil, 0, 0, 0
 	c.cache.Clear()
 }

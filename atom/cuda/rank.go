@@ -94,6 +94,9 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if res := driver.StreamCreate(&r.copies, streamNonBlocking); res != cuSuccess {
 		return cuErr(res, "cuStreamCreate", "copies")
 	}
+	if err = r.plans.reserve(); err != nil {
+		return err
+	}
 	if r.topo.EngineMin > 0 {
 		if err := r.engine.init(); err != nil {
 			return err
