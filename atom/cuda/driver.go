@@ -47,6 +47,7 @@ const (
 	streamCaptureModeRelaxed     = 2
 	streamNonBlocking            = 0x1
 	deviceAttrComputeMajor       = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+	deviceAttrMultiprocessors    = 16 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	pointerAttrMemoryType        = 2  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 	pointerAttrIsManaged         = 8  // CU_POINTER_ATTRIBUTE_IS_MANAGED
 	memoryTypeDevice             = 2  // CU_MEMORYTYPE_DEVICE
