@@ -12,13 +12,17 @@
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
+#   shared     8 ranks on GPU 0 alone (CUDA_VISIBLE_DEVICES=0), blocks capped so two kernels
+#              of every rank fit on its SMs: every collective x dtype x op eager, the V forms,
+#              column blocks and the fused epilogue, and graphs (the 8-rank Plans on real kernels
+#              wherever the machine has fewer GPUs)
 #   nodes      PURLIN_NODES=2: the GPUs as 2 virtual nodes, calls between them on
 #              NCCL's network forced onto sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1),
 #              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count),
 #              and Purlin's own collectives (V forms, column blocks, the fused epilogue),
 #              integer means and registered windows alone
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
-# racecheck.log, memcheck-epilogue.log, python.log, dropin.tgz, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
+# racecheck.log, memcheck-epilogue.log, python.log, dropin.tgz, perf-shared.txt, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
 # purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
@@ -84,6 +88,20 @@ verdict torch $? "($(tail -1 "$gpu/dropin/torch-run.txt"))"
 PYNCCL_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
 verdict pynccl $? "($(tail -1 "$gpu/dropin/pynccl-run.txt"))"
 tar -czf "$out/dropin.tgz" -C "$gpu" dropin
+
+# ---------- shared: 8 ranks on one GPU ----------
+# A rank's kernel waits for its peers' kernels, so all must be on the SMs at
+# once, and a stream may hold two of them there (the next call's kernel
+# starts early: programmatic dependent launch). So each collective gets at
+# most SMs / 16 blocks.
+sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null || echo 128)
+f="$out/perf-shared.txt"; : >"$f"; s=0
+shared() { echo "## RUN shared $*" >>"$f"; CUDA_VISIBLE_DEVICES=0 PURLIN_MAX_CTAS=$((sms / 16)) timeout 60 "$bin/perf-purlin" "$@" -g 8 -n 1 -w 1 -c 1 >>"$f" 2>&1 || { s=1; note "FAIL shared $*"; }; }
+shared all -d all -o all -b 3 -e 3M -f 37
+for c in allgatherv reducescatterv alltoallv alltoallmatrix allgathercolumns reducescattercolumns; do shared "$c" -b 64 -e 64M -f 16; done
+shared allreduce_rmsnorm -d bfloat16 -H 4096 -b 8K -e 16M -f 8
+shared all -b 8 -e 1M -f 8 -G 3
+verdict shared $s "($(wrong "$f"); blocks capped at $((sms / 16)))"
 
 # ---------- nodes: 2 virtual nodes, NCCL's network between them ----------
 if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
