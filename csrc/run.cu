@@ -374,6 +374,12 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   __shared__ Decoded dec[kBatch];
   __shared__ Bases bases;
   __shared__ uint64_t start;
+#if __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (atom/cuda launches so on these GPUs): the
+  // rank's next kernel on this stream may be scheduled now; what it reads
+  // before its own wait below is only its Plan and its Launch, which nothing writes.
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
   // purlin_run_epilogue: the worker's Epilogue steps, their number after
   // fill, read at once, its first staged before the wait (stageEpilogues).
   const uint32_t epilogues = kEpilogues ? epilogueCountOf(L) : 0;
@@ -393,17 +399,9 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   __syncthreads();
   decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900
-  // Programmatic dependent launch (atom/cuda launches so on these GPUs): the
-  // code above, which reads only the Plan and the Launch (nothing writes
-  // them), ran while the kernel before this one on the stream ended. That
-  // kernel has now ended and its writes (the epochs, the broken word, user
-  // buffers) are visible. Only now may the next kernel be scheduled: a
-  // kernel that let its successor in before its own wait would let the
-  // successor's successor in too, and a stream of queued calls would fill
-  // the GPU with waiting blocks, keeping out the caller's other work and,
-  // on a GPU that several ranks share, the peer kernels this one waits for.
+  // The kernel before this one on the stream has ended and its writes (the
+  // epochs, the broken word, user buffers) are visible from here on.
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;");
 #endif
   uint64_t* epochs = (uint64_t*)L.epochs;
   volatile uint64_t* broken = epochs + kNumEpochs;
@@ -502,15 +500,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run_epilogue(co
  * the residual it would update is the caller's. */
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const __grid_constant__ Launch L) {
   const uint32_t n = epilogueCountOf(L);
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
   if (n == 0) return;
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
   stageEpilogues(L, steps, w.count);
 #if __CUDA_ARCH__ >= 900
-  // purlin_run before it has ended, and its writes are visible; the next
-  // kernel may be scheduled (as in runPlan: not before the wait).
+  // purlin_run before it has ended, and its writes are visible.
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;");
 #endif
   // A barrier (the staged step is the block's) that also makes the broken
   // word's one reading the block's: the epilogue's sums need every thread or none.
