@@ -234,26 +234,27 @@ func TestGPURepeatedCalls(t *testing.T) {
 	}
 }
 
-// TestGPUQueuedCallsOnASharedGPU: four ranks on one GPU, each with eight
-// calls queued on its stream before any has run. A kernel lets the next one
-// on its stream be scheduled only once it has itself waited for the one
-// before (csrc/run.cu), so a stream holds at most two kernels' blocks on the
-// SMs. Had each let its successor in at its start, the queued calls of the
-// first ranks would have filled the SMs with blocks waiting for their
-// predecessors, and the last rank's kernel, which those predecessors wait
-// for, would never have found room: every call timed out.
-func TestGPUQueuedCallsOnASharedGPU(t *testing.T) {
+// TestGPURanksSharingAGPU: four ranks on one GPU, each with eight calls
+// queued on its stream before any has run, their blocks capped so that all
+// fit on the SMs. Ranks that share a device run without programmatic
+// dependent launch (Rank.shareDevice): with it, such runs of purlin-perf
+// timed out.
+func TestGPURanksSharingAGPU(t *testing.T) {
 	needGPUs(t, 1)
 	const n, queued = 4, 8
 	var sms int32
 	require.Equal(t, cuSuccess, int(driver.DeviceGetAttribute(&sms, deviceAttrMultiprocessors, 0)))
-	workers := min(16, int(sms)/(2*n)) // two kernels of every rank fit on the SMs at once
+	workers := min(16, int(sms)/n)
 	topology := func(n, rank int) snac.Topology {
 		topo := gpuTopology(n, rank)
 		topo.Workers = workers
 		return topo
 	}
 	ranks := newGPURanksOnDevices(t, n, int64(10*time.Second), topology, func(int) int { return 0 })
+	for r, g := range ranks {
+		require.Equal(t, n, g.mem.sharing, "rank %d", r)
+		require.False(t, g.pdl, "rank %d", r)
+	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, count := range []uint64{300001, 1 << 20} { // staged, ring
 		c := newCall(t, ranks, spec.AllReduce, spec.Float32, spec.Op{Kind: spec.Sum}, count, rng)

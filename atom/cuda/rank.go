@@ -115,6 +115,9 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if r.mem, err = shareSymmetric(ex, r.device, r.layout); err != nil {
 		return err
 	}
+	if r.mem.sharing > 1 {
+		r.shareDevice()
+	}
 	timeout := opts.TimeoutNanos
 	if timeout <= 0 {
 		timeout = int64(config.Get().Timeout)
@@ -128,6 +131,30 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 		Peers:     r.mem.peersOf(r.layout, r.topo.NRanks),
 	}
 	return nil
+}
+
+// shareDevice adapts a rank to peers on its own GPU (ranks of one process
+// that NCCL would refuse as duplicates): their kernels wait for each other,
+// so they must all be on its SMs at once. Programmatic dependent launch is
+// turned off: with it, four to eight ranks on one H200 waited for each
+// other until the timeout where the same calls without it ended
+// (docs/performance.md, twenty-second session). Where a Plan's blocks on
+// every sharing rank could not be resident together (a block of purlin_run
+// fills an SM), a warning names the PURLIN_MAX_CTAS that fits.
+func (r *Rank) shareDevice() {
+	if r.pdl {
+		r.pdl = false
+		config.Infof("rank %d: %d ranks share device %d: programmatic dependent launch off", r.topo.Rank, r.mem.sharing, r.device)
+	}
+	var dev cuDevice
+	var sms int32
+	if driver.CtxGetDevice(&dev) != cuSuccess || driver.DeviceGetAttribute(&sms, deviceAttrMultiprocessors, dev) != cuSuccess {
+		return
+	}
+	if fit := int(sms) / r.mem.sharing; r.topo.Workers > fit {
+		config.Warnf("rank %d: %d ranks share device %d (%d SMs) and a call may use %d blocks a rank: one whose blocks the SMs cannot hold at once times out; PURLIN_MAX_CTAS=%d fits",
+			r.topo.Rank, r.mem.sharing, r.device, sms, r.topo.Workers, fit)
+	}
 }
 
 // Launch enqueues plan on stream (a CUstream / cudaStream_t; 0 is the

@@ -195,3 +195,21 @@ func TestUnreachablePairIsFound(t *testing.T) {
 	oneWay := func(from, to int) bool { return from < to }
 	require.Equal(t, []int{1, 0}, pair([]int{0, 1}, oneWay), "access is checked in both directions")
 }
+
+// TestRanksOnCountsSharers: a rank counts the ranks of its process on its
+// own device, itself included, wherever they lie in rank order.
+func TestRanksOnCountsSharers(t *testing.T) {
+	for _, tc := range []struct {
+		devices []int
+		device  int
+		want    int
+	}{
+		{[]int{0, 1}, 0, 1},
+		{[]int{0, 0, 0, 0}, 0, 4},
+		{[]int{0, 1, 0, 1, 0, 1, 0, 1}, 1, 4},
+		{[]int{2, 5, 5}, 5, 2},
+		{[]int{2, 5, 5}, 2, 1},
+	} {
+		require.Equal(t, tc.want, ranksOn(tc.devices, tc.device), "%v on %d", tc.devices, tc.device)
+	}
+}

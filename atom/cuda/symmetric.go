@@ -37,6 +37,10 @@ type symmetric struct {
 	mine    vmm
 	imports []vmm // other processes' symmetric memory mapped here
 	base    [snac.MaxRanks]uint64
+	// sharing is the number of the communicator's ranks in this process
+	// on this rank's device, itself included (1 across processes: their
+	// device numbers need not name the same GPU).
+	sharing int
 }
 
 // shareSymmetric allocates this rank's symmetric memory on device, zeroes it
@@ -52,7 +56,7 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := &symmetric{mine: mine}
+	s := &symmetric{mine: mine, sharing: 1}
 	fail := func(err error) (*symmetric, error) { s.free(); return nil, err }
 	if r := driver.MemsetD8(mine.ptr, 0, mine.size); r != cuSuccess {
 		return fail(cuErr(r, "cuMemsetD8", "symmetric memory"))
@@ -91,6 +95,7 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 		if a, b := unreachablePair(devices, canAccessPeer); a >= 0 {
 			return fail(errs.New(errs.ErrUnsupported, "cuda symmetric memory rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
 		}
+		s.sharing = ranksOn(devices, device)
 		for r, m := range all {
 			if r == ex.Rank() {
 				s.base[r] = uint64(mine.ptr)
@@ -128,6 +133,17 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 		s.base[r] = uint64(m.ptr)
 	}
 	return s, s.barrier(ex, fail)
+}
+
+// ranksOn counts the ranks whose device is device.
+func ranksOn(devices []int, device int) int {
+	n := 0
+	for _, d := range devices {
+		if d == device {
+			n++
+		}
+	}
+	return n
 }
 
 // barrier returns once every rank has mapped every rank's memory, before anyone

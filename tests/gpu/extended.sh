@@ -12,8 +12,8 @@
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
-#   shared     8 ranks on GPU 0 alone (CUDA_VISIBLE_DEVICES=0), blocks capped so two kernels
-#              of every rank fit on its SMs: every collective x dtype x op eager, the V forms,
+#   shared     8 ranks on GPU 0 alone (CUDA_VISIBLE_DEVICES=0), blocks capped so every rank's
+#              kernel fits on its SMs: every collective x dtype x op eager, the V forms,
 #              column blocks and the fused epilogue, and graphs (the 8-rank Plans on real kernels
 #              wherever the machine has fewer GPUs)
 #   nodes      PURLIN_NODES=2: the GPUs as 2 virtual nodes, calls between them on
@@ -91,9 +91,9 @@ tar -czf "$out/dropin.tgz" -C "$gpu" dropin
 
 # ---------- shared: 8 ranks on one GPU ----------
 # A rank's kernel waits for its peers' kernels, so all must be on the SMs at
-# once, and a stream may hold two of them there (the next call's kernel
-# starts early: programmatic dependent launch). So each collective gets at
-# most SMs / 16 blocks.
+# once: each collective gets at most SMs / 16 blocks (8 on an H200, as
+# verified there; ranks sharing a GPU launch without programmatic dependent
+# launch of themselves).
 sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null || echo 128)
 f="$out/perf-shared.txt"; : >"$f"; s=0
 shared() { echo "## RUN shared $*" >>"$f"; CUDA_VISIBLE_DEVICES=0 PURLIN_MAX_CTAS=$((sms / 16)) timeout 60 "$bin/perf-purlin" "$@" -g 8 -n 1 -w 1 -c 1 >>"$f" 2>&1 || { s=1; note "FAIL shared $*"; }; }
