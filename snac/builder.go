@@ -175,6 +175,14 @@ func (b *builder) setAside() {
 // free runs its agreement on the aside worker instead.
 func (b *builder) plan(regime Regime) *Plan {
 	p := &Plan{Regime: regime, NRanks: b.n, Rank: b.me}
+	total := 0
+	for _, steps := range b.steps {
+		total += len(steps)
+	}
+	// The workers' steps, and room for the few a greeting, an agreement or
+	// a done head add: a ring's Plan is tens of MB, copied again at every
+	// growth of an unsized slice.
+	p.Steps, p.Workers = make([]Step, 0, total+2*len(b.steps)+8), make([]Worker, 0, len(b.steps))
 	ch := b.channel()
 	if b.agree && b.aside == 0 {
 		b.setAside()
