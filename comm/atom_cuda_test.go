@@ -9,6 +9,7 @@ import (
 
 	"purlin/atom"
 	"purlin/atom/cuda"
+	"purlin/atom/host"
 	"purlin/config"
 	"purlin/errs"
 	"purlin/snac"
@@ -206,4 +207,45 @@ func TestMergedPlanIsStable(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.LessOrEqual(t, len(p.merged), mergeCacheMax)
+}
+
+// narrowingCUDA stands in for a CUDA Atom whose ranks, once they know their
+// peers, need Plans of fewer workers (ranks sharing a GPU: cuda.Rank's
+// Topology); its ranks are host ranks.
+type narrowingCUDA struct{ fakeCUDA }
+
+type narrowedRank struct {
+	atom.Rank
+	topo snac.Topology
+}
+
+func (n narrowedRank) Topology() snac.Topology { return n.topo }
+
+func (narrowingCUDA) newRank(topo snac.Topology, ex atom.Exchange, opts atom.Options) (atom.Rank, error) {
+	ht := host.Topology(topo.NRanks, topo.Rank)
+	rk, err := host.NewRank(ht, ex, opts)
+	if err != nil {
+		return nil, err
+	}
+	ht.Workers = 1
+	return narrowedRank{rk, ht}, nil
+}
+
+// A communicator builds its Plans for the topology its rank reports (one
+// worker), not the one the rank was made with (two).
+func TestPlansFollowTheRanksTopology(t *testing.T) {
+	if config.Get().Atom != "auto" {
+		t.Skip("PURLIN_ATOM is set")
+	}
+	saved := cudaAtom
+	cudaAtom = narrowingCUDA{fakeCUDA{device: 0, current: true}}
+	t.Cleanup(func() { cudaAtom = saved })
+	comms := startComms(t, 2, testConfig()) // 2 workers
+	for r, c := range comms {
+		require.Equal(t, 1, c.plans.topo.Workers, "rank %d", r)
+		plan, err := c.plans.get(&spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum},
+			Count: 1 << 20, Rank: r, NRanks: 2, Send: 1 << 20, Recv: 1 << 30})
+		require.NoError(t, err)
+		require.Len(t, plan.Workers, 1, "rank %d", r)
+	}
 }

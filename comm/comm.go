@@ -148,6 +148,9 @@ func (c *Comm) init(id UniqueID) (err error) {
 		boot.Close(false)
 		return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, factory.name(), err)
 	}
+	if n, ok := dp.(narrowed); ok {
+		topo = n.Topology()
+	}
 	c.boot, c.dp, c.atomName = boot, dp, factory.name()
 	c.deviceMemory = deviceMemoryCheck(factory)
 	c.plans = newPlanner(topo)
@@ -161,6 +164,11 @@ func (c *Comm) init(id UniqueID) (err error) {
 	config.Infof("Purlin %s (NCCL %d) comm %#x rank %d of %d, device %d, %s Atom", Version, NCCLVersion, c.handle, c.rank, c.nranks, c.device, c.atomName)
 	return nil
 }
+
+// narrowed is a rank whose Atom, once it knows its peers, needs Plans built
+// for a narrower topology than the one it was made with (the CUDA Atom:
+// fewer blocks where ranks share a GPU).
+type narrowed interface{ Topology() snac.Topology }
 
 // noteAsync records the communicator's first asynchronous failure and
 // reports whether err is it.

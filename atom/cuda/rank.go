@@ -115,8 +115,8 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if r.mem, err = shareSymmetric(ex, r.device, r.layout); err != nil {
 		return err
 	}
-	if r.mem.sharing > 1 {
-		r.shareDevice()
+	if r.mem.crowd > 1 {
+		r.shareDevices()
 	}
 	timeout := opts.TimeoutNanos
 	if timeout <= 0 {
@@ -133,29 +133,35 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	return nil
 }
 
-// shareDevice adapts a rank to peers on its own GPU (ranks of one process
-// that NCCL would refuse as duplicates): their kernels wait for each other,
-// so they must all be on its SMs at once. Programmatic dependent launch is
-// turned off: with it, four to eight ranks on one H200 waited for each
-// other until the timeout where the same calls without it ended
-// (docs/performance.md, twenty-second session). Where a Plan's blocks on
-// every sharing rank could not be resident together (a block of purlin_run
-// fills an SM), a warning names the PURLIN_MAX_CTAS that fits.
-func (r *Rank) shareDevice() {
+// shareDevices adapts a communicator whose ranks share GPUs (ranks of one
+// process that NCCL would refuse as duplicates): their kernels wait for
+// each other, so they must all be on a GPU's SMs at once. Programmatic
+// dependent launch is turned off: with it, four to eight ranks on one H200
+// waited for each other until the timeout where the same calls without it
+// ended (docs/performance.md, twenty-second session). And a Plan gets at
+// most SMs / crowd blocks (a block of purlin_run fills an SM), the same
+// number on every rank: crowd is the same everywhere, and so are the SMs of
+// a server's GPUs (where they differ, the ranks' Plans disagree, and every
+// call fails saying so).
+func (r *Rank) shareDevices() {
 	if r.pdl {
 		r.pdl = false
-		config.Infof("rank %d: %d ranks share device %d: programmatic dependent launch off", r.topo.Rank, r.mem.sharing, r.device)
+		config.Infof("rank %d: up to %d ranks share a device: programmatic dependent launch off", r.topo.Rank, r.mem.crowd)
 	}
 	var dev cuDevice
 	var sms int32
 	if driver.CtxGetDevice(&dev) != cuSuccess || driver.DeviceGetAttribute(&sms, deviceAttrMultiprocessors, dev) != cuSuccess {
 		return
 	}
-	if fit := int(sms) / r.mem.sharing; r.topo.Workers > fit {
-		config.Warnf("rank %d: %d ranks share device %d (%d SMs) and a call may use %d blocks a rank: one whose blocks the SMs cannot hold at once times out; PURLIN_MAX_CTAS=%d fits",
-			r.topo.Rank, r.mem.sharing, r.device, sms, r.topo.Workers, fit)
+	if fit := max(int(sms)/r.mem.crowd, 1); r.topo.Workers > fit {
+		config.Infof("rank %d: up to %d ranks share a device of %d SMs: at most %d blocks a call, not %d", r.topo.Rank, r.mem.crowd, sms, fit, r.topo.Workers)
+		r.topo.Workers = fit
 	}
 }
+
+// Topology is the topology the rank's Plans must be built for: the one it
+// was made with, with fewer workers where ranks share a GPU (shareDevices).
+func (r *Rank) Topology() snac.Topology { return r.topo }
 
 // Launch enqueues plan on stream (a CUstream / cudaStream_t; 0 is the
 // legacy default stream) and returns at once. It is legal during CUDA graph

@@ -196,20 +196,19 @@ func TestUnreachablePairIsFound(t *testing.T) {
 	require.Equal(t, []int{1, 0}, pair([]int{0, 1}, oneWay), "access is checked in both directions")
 }
 
-// TestRanksOnCountsSharers: a rank counts the ranks of its process on its
-// own device, itself included, wherever they lie in rank order.
-func TestRanksOnCountsSharers(t *testing.T) {
+// TestCrowdCountsSharers: the most ranks on one device, wherever they lie
+// in rank order; every rank computes it from the same list.
+func TestCrowdCountsSharers(t *testing.T) {
 	for _, tc := range []struct {
 		devices []int
-		device  int
 		want    int
 	}{
-		{[]int{0, 1}, 0, 1},
-		{[]int{0, 0, 0, 0}, 0, 4},
-		{[]int{0, 1, 0, 1, 0, 1, 0, 1}, 1, 4},
-		{[]int{2, 5, 5}, 5, 2},
-		{[]int{2, 5, 5}, 2, 1},
+		{[]int{0, 1}, 1},
+		{[]int{0, 0, 0, 0}, 4},
+		{[]int{0, 1, 0, 1, 0, 1, 0, 1}, 4},
+		{[]int{2, 5, 5}, 2},
+		{[]int{3, 0, 3, 1, 3}, 3},
 	} {
-		require.Equal(t, tc.want, ranksOn(tc.devices, tc.device), "%v on %d", tc.devices, tc.device)
+		require.Equal(t, tc.want, crowd(tc.devices), "%v", tc.devices)
 	}
 }

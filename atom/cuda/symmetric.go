@@ -37,10 +37,10 @@ type symmetric struct {
 	mine    vmm
 	imports []vmm // other processes' symmetric memory mapped here
 	base    [snac.MaxRanks]uint64
-	// sharing is the number of the communicator's ranks in this process
-	// on this rank's device, itself included (1 across processes: their
-	// device numbers need not name the same GPU).
-	sharing int
+	// crowd is the most ranks of the communicator on one device of this
+	// process, the same on every rank (1 across processes: their device
+	// numbers need not name the same GPU).
+	crowd int
 }
 
 // shareSymmetric allocates this rank's symmetric memory on device, zeroes it
@@ -56,7 +56,7 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := &symmetric{mine: mine, sharing: 1}
+	s := &symmetric{mine: mine, crowd: 1}
 	fail := func(err error) (*symmetric, error) { s.free(); return nil, err }
 	if r := driver.MemsetD8(mine.ptr, 0, mine.size); r != cuSuccess {
 		return fail(cuErr(r, "cuMemsetD8", "symmetric memory"))
@@ -95,7 +95,7 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 		if a, b := unreachablePair(devices, canAccessPeer); a >= 0 {
 			return fail(errs.New(errs.ErrUnsupported, "cuda symmetric memory rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
 		}
-		s.sharing = ranksOn(devices, device)
+		s.crowd = crowd(devices)
 		for r, m := range all {
 			if r == ex.Rank() {
 				s.base[r] = uint64(mine.ptr)
@@ -135,15 +135,14 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 	return s, s.barrier(ex, fail)
 }
 
-// ranksOn counts the ranks whose device is device.
-func ranksOn(devices []int, device int) int {
-	n := 0
+// crowd is the most ranks that share one device, given each rank's device.
+func crowd(devices []int) int {
+	most, on := 0, map[int]int{}
 	for _, d := range devices {
-		if d == device {
-			n++
-		}
+		on[d]++
+		most = max(most, on[d])
 	}
-	return n
+	return most
 }
 
 // barrier returns once every rank has mapped every rank's memory, before anyone

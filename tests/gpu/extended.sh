@@ -12,8 +12,8 @@
 #   python     python/tests with torch tensors and CuPy arrays (issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
-#   shared     8 ranks on GPU 0 alone (CUDA_VISIBLE_DEVICES=0), blocks capped so every rank's
-#              kernel fits on its SMs: every collective x dtype x op eager, the V forms,
+#   shared     8 ranks on GPU 0 alone (CUDA_VISIBLE_DEVICES=0), which cap their blocks so that
+#              every rank's kernel fits on its SMs: every collective x dtype x op eager, the V forms,
 #              column blocks and the fused epilogue, and graphs (the 8-rank Plans on real kernels
 #              wherever the machine has fewer GPUs)
 #   nodes      PURLIN_NODES=2: the GPUs as 2 virtual nodes, calls between them on
@@ -91,17 +91,15 @@ tar -czf "$out/dropin.tgz" -C "$gpu" dropin
 
 # ---------- shared: 8 ranks on one GPU ----------
 # A rank's kernel waits for its peers' kernels, so all must be on the SMs at
-# once: each collective gets at most SMs / 16 blocks (8 on an H200, as
-# verified there; ranks sharing a GPU launch without programmatic dependent
-# launch of themselves).
-sms=$(python3 -c 'import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)' 2>/dev/null || echo 128)
+# once: ranks sharing a GPU get at most SMs / 8 blocks each and launch
+# without programmatic dependent launch, by themselves (cuda.Rank.shareDevices).
 f="$out/perf-shared.txt"; : >"$f"; s=0
-shared() { echo "## RUN shared $*" >>"$f"; CUDA_VISIBLE_DEVICES=0 PURLIN_MAX_CTAS=$((sms / 16)) timeout 60 "$bin/perf-purlin" "$@" -g 8 -n 1 -w 1 -c 1 >>"$f" 2>&1 || { s=1; note "FAIL shared $*"; }; }
+shared() { echo "## RUN shared $*" >>"$f"; CUDA_VISIBLE_DEVICES=0 PURLIN_DEBUG=INFO timeout 60 "$bin/perf-purlin" "$@" -g 8 -n 1 -w 1 -c 1 >>"$f" 2>&1 || { s=1; note "FAIL shared $*"; }; }
 shared all -d all -o all -b 3 -e 3M -f 37
 for c in allgatherv reducescatterv alltoallv alltoallmatrix allgathercolumns reducescattercolumns; do shared "$c" -b 64 -e 64M -f 16; done
 shared allreduce_rmsnorm -d bfloat16 -H 4096 -b 8K -e 16M -f 8
 shared all -b 8 -e 1M -f 8 -G 3
-verdict shared $s "($(wrong "$f"); blocks capped at $((sms / 16)))"
+verdict shared $s "($(wrong "$f"); the blocks and dependent launch each rank chose: grep 'share a device' $f)"
 
 # ---------- nodes: 2 virtual nodes, NCCL's network between them ----------
 if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
