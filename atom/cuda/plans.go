@@ -319,21 +319,20 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 // when the rank is made (reserve), each later one, when an image does not
 // fit, twice the size of the one before. An allocation per image would put a
 // device memory allocation between two launches on different streams of the
-// GPU, which keeps them from running at the same time (CUDA's implicit
-// synchronization): the kernel of a call of a new shape would wait for every
-// kernel already on the GPU, the caller's compute on another stream among
-// them, and for another rank's kernel on the same GPU that waits for this
-// very call, until the timeout.
+// GPU, which CUDA documents keeps them from running at the same time
+// (implicit synchronization): the kernel of a call of a new shape would
+// wait for the kernels already on the GPU, the caller's compute on another
+// stream among them.
 type plans struct {
 	cache    sync.Map // *snac.Plan -> *devicePlan
 	mu       sync.Mutex
 	pointers int                       // entries in cache; guarded by mu
 	images   map[uint64][]*deviceImage // the device copies, by a hash of their bytes; guarded by mu
 	// chunks are the allocations images lie in; next and left, the free
-	// end of the last one; used, the bytes of images placed. Guarded by mu.
-	chunks     []devicePtr
-	next       devicePtr
-	left, used uintptr
+	// end of the last one. Guarded by mu.
+	chunks []devicePtr
+	next   devicePtr
+	left   uintptr
 }
 
 // planChunk is the size of a rank's first chunk of Plan images: it holds
@@ -416,7 +415,7 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		return nil, err
 	}
 	if err := copyToDevice(ptr, b, copies); err != nil {
-		c.next, c.left, c.used = ptr, c.left+size, c.used-size // the room is free again
+		c.next, c.left = ptr, c.left+size // the room is free again
 		return nil, fmt.Errorf("cuda plan: %w", err)
 	}
 	d.place(uint64(ptr), p)
@@ -447,7 +446,7 @@ func (c *plans) claim(size uintptr) (devicePtr, error) {
 		}
 	}
 	ptr := c.next
-	c.next, c.left, c.used = c.next+devicePtr(size), c.left-size, c.used+size
+	c.next, c.left = c.next+devicePtr(size), c.left-size
 	return ptr, nil
 }
 
@@ -476,6 +475,6 @@ func (c *plans) free() {
 		driver.MemFree(ptr)
 	}
 	c.images, c.pointers = nil, 0
-	c.chunks, c.next, c.left, c.used = nil, 0, 0, 0
+	c.chunks, c.next, c.left = nil, 0, 0
 	c.cache.Clear()
 }

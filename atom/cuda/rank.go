@@ -26,7 +26,7 @@ type Rank struct {
 	scratchBytes uint64
 	side         cuStream
 	fn           kernels
-	pdl          bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL)
+	pdl          bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL; not where ranks share a GPU)
 	order        launchOrder // the rank's launches across streams
 	layout       layout
 	mem          *symmetric
@@ -139,7 +139,8 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 // dependent launch is turned off: with it, four to eight ranks on one H200
 // waited for each other until the timeout where the same calls without it
 // ended (docs/performance.md, twenty-second session). And a Plan gets at
-// most SMs / crowd blocks (a block of purlin_run fills an SM), the same
+// most SMs / crowd blocks (taking a block of purlin_run to fill an SM, as
+// its launch bounds allow), the same
 // number on every rank: crowd is the same everywhere, and so are the SMs of
 // a server's GPUs (where they differ, the ranks' Plans disagree, and every
 // call fails saying so).
