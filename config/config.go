@@ -56,6 +56,10 @@ type Settings struct {
 	// ChunkBytes is PURLIN_CHUNK_BYTES: the largest chunk one worker stages
 	// at a time in the pipelined sizes (0 means the Atom's default).
 	ChunkBytes uint64
+	// PlanBytes is PURLIN_PLAN_BYTES: the device memory of reclaimable
+	// Plan images a CUDA rank keeps before it frees idle ones (0 means the
+	// Atom's default).
+	PlanBytes uint64
 	// CopyEngine is PURLIN_COPY_ENGINE: the shortest transfer (bytes) that a
 	// collective moves with the GPU's copy engines instead of thread
 	// blocks: a collective of copies alone (AllGather, AllToAll, Broadcast,
@@ -146,6 +150,7 @@ func read() Settings {
 		MaxCTAs:     atoi(Getenv("PURLIN_MAX_CTAS"), atoi(Getenv("NCCL_MAX_CTAS"), 0)),
 		PacketBytes: uint64(atoi(Getenv("PURLIN_PACKET_BYTES"), 0)),
 		ChunkBytes:  uint64(atoi(Getenv("PURLIN_CHUNK_BYTES"), 0)),
+		PlanBytes:   uint64(max(0, atoi(Getenv("PURLIN_PLAN_BYTES"), 0))),
 		PDL:         Getenv("PURLIN_PDL") != "0",
 		CallCache:   Getenv("PURLIN_CALL_CACHE") != "0",
 

@@ -364,6 +364,16 @@ __device__ __noinline__ void epilogueSteps(const Launch& L, const uint64_t* step
   }
 }
 
+/** countEnded adds the block to the count in its image's header
+ * (kImageHeader): the rank reuses an image's memory once every block
+ * launched on it has counted itself (atom/cuda images.go). The caller's
+ * threads have read the last of the image before a barrier; the fence
+ * orders those reads before the count. */
+__device__ __forceinline__ void countEnded(const Launch& L) {
+  __threadfence();
+  atomicAdd((unsigned long long*)(L.steps - kImageHeader), 1ull);
+}
+
 /** runPlan is purlin_run's body; with kEpilogues (purlin_run_epilogue) the
  * block then runs its worker's Epilogue steps itself, once its other steps
  * are done (the rows it wrote are its own: snac places an epilogue after
@@ -397,6 +407,11 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     if (kEpilogues) epilogueCount = epilogues;
   }
   __syncthreads();
+  // A worker whose steps fit one batch has read all it reads of its image
+  // (its Worker and fill too, before the barrier): the block counts itself
+  // now, which overlaps the call; another counts itself at its end.
+  const bool countedNow = held == w.count && !(kEpilogues && epilogues != 0);
+  if (countedNow && threadIdx.x == 0) countEnded(L);
   decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900
   // The kernel before this one on the stream has ended and its writes (the
@@ -474,6 +489,10 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   if (kEpilogues && epilogueCount != 0) {
     __syncthreads();
     epilogueSteps(L, steps, w.count, epilogueCount);
+  }
+  if (!countedNow) {
+    __syncthreads();  // every thread is done with the image (Epilogue steps read it)
+    if (threadIdx.x == 0) countEnded(L);
   }
 }
 

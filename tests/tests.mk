@@ -14,7 +14,7 @@ C_SUITES  := single multiproc badinput layouts epilogue callcache
 
 .PHONY: c-tests-build c-tests abi-test
 # tests/c/run.sh also runs build/purlin-perf (cmd/purlin-perf/perf.mk) on 8 ranks.
-c-tests-build: $(TEST_BUILD)/selftest $(TEST_BUILD)/callcache_unit $(addprefix $(TEST_BUILD)/,$(C_SUITES)) $(BUILD)/purlin-perf
+c-tests-build: $(TEST_BUILD)/selftest $(TEST_BUILD)/callcache_unit $(TEST_BUILD)/launch_unit $(addprefix $(TEST_BUILD)/,$(C_SUITES)) $(BUILD)/purlin-perf
 
 $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c $(C_DTYPES) tests/c/reference.c $(C_HEADERS)
 	@mkdir -p $(TEST_BUILD)
@@ -24,6 +24,11 @@ $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c $(C_DTYPES) tests/c
 $(TEST_BUILD)/callcache_unit: tests/c/callcache_unit.c tests/c/harness.c capi/callcache.c capi/callcache.h capi/capi.h tests/c/harness.h
 	@mkdir -p $(TEST_BUILD)
 	$(CC) $(TEST_CFLAGS) -I$(CURDIR)/capi -o $@ $(filter %.c,$^) -lm
+
+# The CUDA Atom's launch from C alone, with fake driver entry points.
+$(TEST_BUILD)/launch_unit: tests/c/launch_unit.c tests/c/harness.c atom/cuda/launch.c atom/cuda/launch.h tests/c/harness.h
+	@mkdir -p $(TEST_BUILD)
+	$(CC) $(TEST_CFLAGS) -I$(CURDIR)/atom/cuda -o $@ $(filter %.c,$^) -lm
 
 $(TEST_BUILD)/badinput: $(C_BADINPUT)
 $(TEST_BUILD)/%: tests/c/%.c $(C_COMMON) $(C_HEADERS) $(LIB)

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -70,6 +71,13 @@ func useModelDevice(t *testing.T, launch cuStream) *modelDevice {
 		}
 		staged := bytes.Clone(unsafe.Slice((*byte)(src), size))
 		m.pending[s] = append(m.pending[s], func() { copy(m.at(dst, len(staged)), staged) })
+		return cuSuccess
+	}
+	driver.MemcpyDtoHAsync = func(dst unsafe.Pointer, src devicePtr, size uintptr, s cuStream) cuResult {
+		if s == m.launch {
+			t.Errorf("read device memory on the caller's stream, where a kernel waits for a peer")
+		}
+		copy(unsafe.Slice((*byte)(dst), size), m.at(src, int(size))) // pageable: done on return
 		return cuSuccess
 	}
 	driver.StreamSynchronize = func(s cuStream) cuResult {
@@ -194,13 +202,13 @@ func TestPlansFirstSeenDuringCapture(t *testing.T) {
 	require.Greater(t, total, 28<<20, "over 28 MiB of Plans")
 }
 
-// placed is the bytes of the device copies c holds, each rounded to 16 as
-// upload places it.
+// placed is the bytes of the device copies c holds, each with its header
+// and rounded to 16 as upload places it.
 func placed(c *plans) uintptr {
 	var n uintptr
 	for _, list := range c.images {
 		for _, img := range list {
-			n += uintptr(len(img.bytes)+15) &^ 15
+			n += imageHeader + uintptr(len(img.bytes)+15)&^15
 		}
 	}
 	return n
@@ -241,7 +249,7 @@ func TestPlanCopiesByContent(t *testing.T) {
 		image, err := planBytes(build(count))
 		require.NoError(t, err)
 		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "round %d", round)
-		distinct[count] = uintptr(len(image)+15) &^ 15
+		distinct[count] = imageHeader + uintptr(len(image)+15)&^15
 	}
 	var want uintptr
 	for _, n := range distinct {
@@ -295,18 +303,23 @@ func TestPlansAllocateOnlyToGrow(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(sizes), 6, "chunks %v for %d bytes of Plans", sizes, placed(&c))
 
-	used, next, n := placed(&c), c.next, len(sizes)
+	used, n := placed(&c), len(sizes)
+	failed := build(spec.AllReduce, 5000)
+	image, err := planBytes(failed)
+	require.NoError(t, err)
+	i := slices.IndexFunc(c.spare, func(s span) bool { return s.size >= imageHeader+uintptr(len(image)+15)&^15 })
+	require.GreaterOrEqual(t, i, 0, "room for it in a chunk")
+	first := c.spare[i].ptr
 	copyAsync := driver.MemcpyHtoDAsync
 	driver.MemcpyHtoDAsync = func(devicePtr, unsafe.Pointer, uintptr, cuStream) cuResult { return cuErrorNotReady }
-	_, err := c.upload(build(spec.AllReduce, 5000), copies)
+	_, err = c.upload(failed, copies)
 	require.Error(t, err)
 	require.Equal(t, used, placed(&c))
 	driver.MemcpyHtoDAsync = copyAsync
-	d, err := c.upload(build(spec.AllReduce, 5000), copies)
+	d, err := c.upload(failed, copies)
 	require.NoError(t, err)
-	if len(sizes) == n {
-		require.Equal(t, uint64(next), d.steps, "placed where the failed copy would have been")
-	}
+	require.Len(t, sizes, n, "no new chunk")
+	require.Equal(t, first, d.base, "placed where the failed copy would have been")
 	c.free()
 	require.Empty(t, m.mem, "every chunk freed")
 }

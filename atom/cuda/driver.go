@@ -95,6 +95,7 @@ var driver struct {
 	MemcpyHtoDAsync                 func(dst devicePtr, src unsafe.Pointer, size uintptr, s cuStream) cuResult
 	MemcpyAsync                     func(dst, src devicePtr, size uintptr, s cuStream) cuResult
 	MemcpyDtoH                      func(dst unsafe.Pointer, src devicePtr, size uintptr) cuResult
+	MemcpyDtoHAsync                 func(dst unsafe.Pointer, src devicePtr, size uintptr, s cuStream) cuResult
 	MemsetD8                        func(dst devicePtr, v uint8, n uintptr) cuResult
 	MemHostAlloc                    func(p *unsafe.Pointer, size uintptr, flags uint32) cuResult
 	MemHostGetDevicePointer         func(d *devicePtr, p unsafe.Pointer, flags uint32) cuResult
@@ -173,6 +174,7 @@ func openDriver() (err error) {
 	reg(&d.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
 	reg(&d.MemcpyAsync, "cuMemcpyAsync")
 	reg(&d.MemcpyDtoH, "cuMemcpyDtoH_v2")
+	reg(&d.MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")
 	reg(&d.MemsetD8, "cuMemsetD8_v2")
 	reg(&d.MemHostAlloc, "cuMemHostAlloc")
 	reg(&d.MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2")

@@ -187,7 +187,7 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 		return err
 	}
 	if d.kernel {
-		if err := r.launchKernels(d.nworkers, stream, args, epilogue); err != nil {
+		if err := r.launchKernels(d.nworkers, stream, args, epilogue, nil); err != nil {
 			return err
 		}
 	}
@@ -206,7 +206,7 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 		for _, op := range ops {
 			if op.step < 0 {
 				signals.Workers = d.segments + uint64(op.segment)*uint64(segmentSize)
-				if res := launchKernel(r.ctx, r.fn.signals, 1, 1, 32, side, &signals, false); res != cuSuccess {
+				if res := launchKernel(r.ctx, r.fn.signals, 1, 1, 32, side, &signals, false, nil); res != cuSuccess {
 					return cuErr(res, "cuLaunchKernel", "purlin_signals")
 				}
 				continue

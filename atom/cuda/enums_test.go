@@ -78,4 +78,7 @@ func TestEnumsMatchKernels(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(src), fmt.Sprintf("constexpr float kFP8Max = %d.0f;", spec.FP8Max), "spec.FP8Max")
 	require.Len(t, mirrors["OpKind"], int(spec.PreMulSum)+1, "every op")
+	plan, err := os.ReadFile("../../csrc/plan.cuh")
+	require.NoError(t, err)
+	require.Contains(t, string(plan), fmt.Sprintf("constexpr uint64_t kImageHeader = %d;", imageHeader), "imageHeader")
 }

@@ -283,21 +283,7 @@ func TestGPUGraphReplay(t *testing.T) {
 			}
 			execs := make([]uintptr, len(ranks))
 			for r, g := range ranks {
-				require.NoError(t, inContext(g.ctx, func() error {
-					if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeThreadLocal), "cuStreamBeginCapture"); err != nil {
-						return err
-					}
-					launchErr := g.Launch(c.plans[r], []atom.Buffers{{Send: uintptr(c.send[r]), Recv: uintptr(c.recv[r])}}, uintptr(g.stream))
-					var graph uintptr
-					if err := cuErr(driver.StreamEndCapture(g.stream, &graph), "cuStreamEndCapture"); err != nil {
-						return err
-					}
-					if launchErr != nil {
-						return launchErr
-					}
-					defer driver.GraphDestroy(graph)
-					return cuErr(driver.GraphInstantiate(&execs[r], graph, 0), "cuGraphInstantiate")
-				}))
+				execs[r] = g.captureLaunch(t, c.plans[r], []atom.Buffers{{Send: uintptr(c.send[r]), Recv: uintptr(c.recv[r])}})
 			}
 			for i := 0; i < 10; i++ {
 				for r, g := range ranks {

@@ -194,6 +194,27 @@ func (g *gpuRank) download(t *testing.T, src devicePtr, n int) []byte {
 	return b
 }
 
+// captureLaunch captures g.Launch(plan, bufs) on g's stream (thread-local
+// capture mode) and returns the graph, instantiated.
+func (g *gpuRank) captureLaunch(t *testing.T, plan *snac.Plan, bufs []atom.Buffers) (exec uintptr) {
+	require.NoError(t, inContext(g.ctx, func() error {
+		if err := cuErr(driver.StreamBeginCapture(g.stream, streamCaptureModeThreadLocal), "cuStreamBeginCapture"); err != nil {
+			return err
+		}
+		launchErr := g.Launch(plan, bufs, uintptr(g.stream))
+		var graph uintptr
+		if err := cuErr(driver.StreamEndCapture(g.stream, &graph), "cuStreamEndCapture"); err != nil {
+			return err
+		}
+		if launchErr != nil {
+			return launchErr
+		}
+		defer driver.GraphDestroy(graph)
+		return cuErr(driver.GraphInstantiate(&exec, graph, 0), "cuGraphInstantiate")
+	}))
+	return exec
+}
+
 func (g *gpuRank) sync(t *testing.T) {
 	require.NoError(t, inContext(g.ctx, func() error {
 		return cuErr(driver.StreamSynchronize(g.stream), "cuStreamSynchronize")

@@ -5,20 +5,43 @@
 
 #include <stdint.h>
 
+/* purlinImage is what a launch checks of the Plan image its kernel reads
+ * (atom/cuda images.go), in C memory, where a record may keep it: how many
+ * times purlin_run was launched on it outside a graph capture, and its
+ * state. A rank reclaims an image that is neither pinned nor busy, once
+ * every block of those launches has counted itself in the image's header. */
+typedef struct {
+  uint64_t launched;
+  uint64_t state;
+} purlinImage;
+
+enum {
+  purlinImagePinned = 1,  /* a graph holds it, or more than purlin_run reads it: kept while the rank lives */
+  purlinImageRetired = 2, /* being reclaimed: launch nothing on it now */
+  purlinImageFreed = 4,   /* reclaimed: its memory holds other images */
+  purlinLaunchRetry = -1  /* nothing enqueued: the caller takes the slow path */
+};
+
 /* purlin_launch calls cuLaunchKernel (or cuLaunchKernelEx with programmatic
  * dependent launch, when launchEx is set) through its pointer with one
  * by-value argument (the Launch struct at arg), in ctx: when ctx is not the
  * thread's current context it is pushed for the launch and popped after, so
- * the caller's context is left as it was. */
+ * the caller's context is left as it was. With img set it launches only on
+ * an image that is pinned, or live while stream is not capturing
+ * (isCapturing is cuStreamIsCapturing), counting the launch; otherwise it
+ * returns purlinLaunchRetry: the caller pins the image, or uploads its Plan
+ * again, in the slow path. */
 __attribute__((visibility("hidden"))) int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t launch,
                   uintptr_t launchEx, uintptr_t ctxAddr, uintptr_t fn, unsigned grid,
-                  unsigned gridY, unsigned block, uintptr_t stream, void *arg);
+                  unsigned gridY, unsigned block, uintptr_t stream, void *arg,
+                  purlinImage *img, uintptr_t isCapturing);
 
 /* purlinReplay heads a recorded launch (Rank.Replay): everything
  * purlin_launch takes but the stream and the Launch argument, which follows
  * the head at purlinReplayArgs bytes. */
 typedef struct {
-  uintptr_t getCurrent, push, pop, launch, launchEx, ctx, fn;
+  uintptr_t getCurrent, push, pop, launch, launchEx, ctx, fn, isCapturing;
+  purlinImage *img; /* the image the kernel reads, or 0 where it stays while the rank lives */
   /* last is the rank's launch-order word: ~stream of its latest launch.
    * A replay is issued only on that stream, which orders it by itself. */
   const uint64_t *last;
@@ -31,10 +54,11 @@ enum { purlinReplayArgs = (sizeof(purlinReplay) + 15) & ~15 };
 /* purlin_replay issues the launch recorded at rec (a copy the caller owns:
  * its buffers' addresses are written in place) with n buffer pairs, pair i
  * (bufs[2i] its input, bufs[2i+1] its output) being the Plan's buffer i,
- * n at most MaxBuffers. It returns 0 once the kernel is enqueued, -1
- * without enqueuing anything where stream is not the rank's latest (the
- * caller takes the slow path, which orders the streams), else the
- * driver's error, also with nothing enqueued. */
+ * n at most MaxBuffers. It returns 0 once the kernel is enqueued,
+ * purlinLaunchRetry without enqueuing anything where stream is not the
+ * rank's latest (the caller takes the slow path, which orders the streams)
+ * or purlin_launch says so, else the driver's error, also with nothing
+ * enqueued. */
 __attribute__((visibility("hidden"))) int purlin_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream);
 
 #endif

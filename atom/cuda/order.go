@@ -101,11 +101,12 @@ func (r *Rank) Follow(stream, after uintptr) error {
 // after the rank's previous kernel (see launchOrder), and with an epilogue
 // split (not 0) the kernel that runs the Plan's Epilogue steps right after
 // it, on the same stream with the same arguments, split blocks a worker: to
-// the order, one launch.
-func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epilogue uint32) error {
+// the order, one launch. counts are the image's (nil where it stays):
+// errLaunchRetry where the launch may not read it now (images.go).
+func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epilogue uint32, counts *imageCounts) error {
 	o := &r.order
 	if o.sameStream(stream) {
-		return r.launchKernels(grid, stream, args, epilogue)
+		return r.launchKernels(grid, stream, args, epilogue, counts)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -115,7 +116,7 @@ func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epi
 				return err
 			}
 		}
-		if err := r.launchKernels(grid, stream, args, epilogue); err != nil {
+		if err := r.launchKernels(grid, stream, args, epilogue, counts); err != nil {
 			return err
 		}
 		return o.launched(stream)
@@ -127,18 +128,22 @@ func (r *Rank) launchInOrder(grid uint32, stream cuStream, args *launchArgs, epi
 // kernel: a kernel node fewer), and with a larger split purlin_run then
 // purlin_epilogue (grid x epilogue blocks), which spreads a large
 // epilogue's rows over more blocks than the Plan has workers.
-func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epilogue uint32) error {
+func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epilogue uint32, counts *imageCounts) error {
 	fn := r.fn.run
 	if epilogue == 1 {
 		fn = r.fn.runEpilogue
 	}
-	if res := launchKernel(r.ctx, fn, grid, 1, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+	switch res := launchKernel(r.ctx, fn, grid, 1, threadsPerBlock, stream, args, r.pdl, counts); res {
+	case cuSuccess:
+	case launchRetry:
+		return errLaunchRetry
+	default:
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank)
 	}
 	if epilogue <= 1 {
 		return nil
 	}
-	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.pdl); res != cuSuccess {
+	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.pdl, nil); res != cuSuccess {
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank, " epilogue")
 	}
 	return nil

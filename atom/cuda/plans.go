@@ -1,11 +1,7 @@
 package cuda
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
-	"hash/maphash"
-	"sync"
 	"unsafe"
 
 	"purlin/errs"
@@ -13,9 +9,9 @@ import (
 	"purlin/spec"
 )
 
-// devicePlan is a Plan in memory the kernel reads:
+// devicePlan is a Plan in memory the kernel reads, its image:
 //
-//	[steps (snac.Step, byte-identical to csrc's Step) | workers | fill (uint16 per worker)
+//	[header (imageHeader bytes: images.go) | steps (snac.Step, byte-identical to csrc's Step) | workers | fill (uint16 per worker)
 //	 | epilogues (uint32 per worker, 4-byte aligned; only in a Plan with Epilogue steps)
 //	 | segments (8-byte aligned; only in a Plan of the copy engine: engine.go)]
 //
@@ -41,6 +37,17 @@ type devicePlan struct {
 	engine   [][]engineOp
 	segments uint64
 	kernel   bool // purlin_run runs some of the Plan's workers (always, without engine)
+
+	// Where the image lies and how long it stays (images.go): its
+	// allocation, header included; its bytes' hash; its counts (nil: it
+	// stays while the rank lives); the launches the last reclaim saw; and
+	// the Plan pointers that name it in plans.cache.
+	base   devicePtr
+	size   uintptr
+	key    uint64
+	counts *imageCounts
+	seen   uint64
+	names  []*snac.Plan
 }
 
 // epilogueBlocks is the most blocks a separate epilogue runs on: two waves
@@ -302,179 +309,4 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 			d.kernel = d.kernel || o == nil
 		}
 	}
-}
-
-// plans caches device Plans by *snac.Plan: comm caches Plans per shape, so
-// a pointer names one immutable Plan. Lookups are lock-free (sync.Map); a
-// miss uploads under mu.
-//
-// Device copies are also kept by content: a Plan built again for a shape
-// whose Plan comm's cache had dropped (a program cycling through more shapes
-// than that cache holds) finds the copy its twin left and uploads nothing.
-// Device memory then grows with the distinct Plans a rank runs, never with
-// how often it runs them; the pointer map is emptied when it holds
-// maxPointers, so dropped Plans are not kept alive by it.
-//
-// Images lie in chunks of device memory allocated ahead of them: the first
-// when the rank is made (reserve), each later one, when an image does not
-// fit, twice the size of the one before. An allocation per image would put a
-// device memory allocation between two launches on different streams of the
-// GPU, which CUDA documents keeps them from running at the same time
-// (implicit synchronization): the kernel of a call of a new shape would
-// wait for the kernels already on the GPU, the caller's compute on another
-// stream among them.
-type plans struct {
-	cache    sync.Map // *snac.Plan -> *devicePlan
-	mu       sync.Mutex
-	pointers int                       // entries in cache; guarded by mu
-	images   map[uint64][]*deviceImage // the device copies, by a hash of their bytes; guarded by mu
-	// chunks are the allocations images lie in; next and left, the free
-	// end of the last one. Guarded by mu.
-	chunks []devicePtr
-	next   devicePtr
-	left   uintptr
-}
-
-// planChunk is the size of a rank's first chunk of Plan images: it holds
-// dozens to hundreds of packet Plans (0.5-120 KB each); a ring's image grows
-// with its size (AllReduce of 1 GiB: 2.6 MB on 2 ranks, 30 MB on 8), and
-// takes a chunk of its own when larger than the next. Each chunk is twice
-// the one before, planChunkGrowth times at most.
-const (
-	planChunk       = 2 << 20
-	planChunkGrowth = 5
-)
-
-// deviceImage is one device copy and the bytes it holds. Two Plans of equal
-// bytes and worker count have equal steps too (the image's length fixes
-// them), so they share a copy.
-type deviceImage struct {
-	bytes []byte
-	plan  *devicePlan
-}
-
-// maxPointers bounds the Plan pointers plans keeps (comm's cache holds 256
-// Plans a rank, merged point-to-point Plans 64 more).
-const maxPointers = 1024
-
-var imageSeed = maphash.MakeSeed()
-
-func (c *plans) lookup(p *snac.Plan) *devicePlan {
-	if v, ok := c.cache.Load(p); ok {
-		return v.(*devicePlan)
-	}
-	return nil
-}
-
-// upload places p in device memory, copied there on copies (copyToDevice:
-// it has landed when upload returns, so a kernel on any stream, now or
-// later, reads all of it); ctx is current and the caller holds the thread.
-//
-// A Plan first seen while a stream is being captured into a CUDA graph is
-// uploaded the same way: the allocation and the copy are not stream work of
-// the capture, so the thread steps into relaxed capture mode for them (in
-// global or thread-local mode they are "potentially unsafe" calls that would
-// invalidate the capture), as the graph then reads the Plan at every replay
-// from device memory that lives as long as the rank. There is no limit on
-// how many new shapes a capture may hold.
-func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d := c.lookup(p); d != nil {
-		return d, nil
-	}
-	b, err := planBytes(p)
-	if err != nil {
-		return nil, err
-	}
-	if c.pointers >= maxPointers {
-		c.cache.Clear()
-		c.pointers = 0
-	}
-	key := maphash.Bytes(imageSeed, b)
-	for _, img := range c.images[key] {
-		if img.plan.nworkers == uint32(len(p.Workers)) && bytes.Equal(img.bytes, b) {
-			c.remember(p, img.plan)
-			return img.plan, nil
-		}
-	}
-	d := &devicePlan{}
-	if len(b) == 0 {
-		d.place(0, p)
-		c.remember(p, d)
-		return d, nil
-	}
-	mode := uint32(streamCaptureModeRelaxed)
-	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
-		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
-	}
-	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
-	size := uintptr(len(b)+15) &^ 15
-	ptr, err := c.claim(size)
-	if err != nil {
-		return nil, err
-	}
-	if err := copyToDevice(ptr, b, copies); err != nil {
-		c.next, c.left = ptr, c.left+size // the room is free again
-		return nil, fmt.Errorf("cuda plan: %w", err)
-	}
-	d.place(uint64(ptr), p)
-	if c.images == nil {
-		c.images = map[uint64][]*deviceImage{}
-	}
-	c.images[key] = append(c.images[key], &deviceImage{bytes: b, plan: d})
-	c.remember(p, d)
-	return d, nil
-}
-
-// reserve allocates the first chunk of Plan images; ctx is current.
-func (c *plans) reserve() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.chunks) > 0 {
-		return nil
-	}
-	return c.grow(planChunk)
-}
-
-// claim returns size bytes (a multiple of 16) for an image, in the last
-// chunk or a new one; the caller holds mu and has ctx current.
-func (c *plans) claim(size uintptr) (devicePtr, error) {
-	if size > c.left {
-		if err := c.grow(max(size, planChunk<<min(len(c.chunks), planChunkGrowth))); err != nil {
-			return 0, err
-		}
-	}
-	ptr := c.next
-	c.next, c.left = c.next+devicePtr(size), c.left-size
-	return ptr, nil
-}
-
-// grow allocates a chunk of n bytes and places images there from now on;
-// the caller holds mu and has ctx current.
-func (c *plans) grow(n uintptr) error {
-	var ptr devicePtr
-	if r := driver.MemAlloc(&ptr, n); r != cuSuccess {
-		return cuErr(r, "cuMemAlloc", "Plans, a chunk of ", n, " bytes")
-	}
-	c.chunks = append(c.chunks, ptr)
-	c.next, c.left = ptr, n
-	return nil
-}
-
-// remember maps p to d; the caller holds mu.
-func (c *plans) remember(p *snac.Plan, d *devicePlan) {
-	c.cache.Store(p, d)
-	c.pointers++
-}
-
-func (c *plans) free() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, ptr := range c.chunks {
-		driver.MemFree(ptr)
-	}
-	c.images, c.pointers = nil, 0
-	c.chunks, c.next, c.left = nil, 0, 0
-	c.cache.Clear()
 }

@@ -94,6 +94,7 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	if res := driver.StreamCreate(&r.copies, streamNonBlocking); res != cuSuccess {
 		return cuErr(res, "cuStreamCreate", "copies")
 	}
+	r.plans.budget = uintptr(config.Get().PlanBytes) // PURLIN_PLAN_BYTES, else planBudget
 	if err = r.plans.reserve(); err != nil {
 		return err
 	}
@@ -174,16 +175,36 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 	if len(bufs) > MaxBuffers {
 		return errs.New(errs.ErrUnsupported, "cuda Launch rank %d: %d buffer pairs, at most %d", r.topo.Rank, len(bufs), MaxBuffers)
 	}
-	d := r.plans.lookup(plan)
-	if d == nil {
-		err := inContext(r.ctx, func() (err error) {
-			d, err = r.plans.upload(plan, r.copies)
-			return err
-		})
-		if err != nil {
+	for tries := 0; ; tries++ {
+		d := r.plans.lookup(plan)
+		if d == nil {
+			err := inContext(r.ctx, func() (err error) {
+				d, err = r.plans.upload(plan, r.copies)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		err := r.launch(plan, d, bufs, cuStream(stream))
+		if err != errLaunchRetry {
 			return err
 		}
+		// The image was being captured, or reclaimed: pinned, it launches
+		// next time; freed, its Plan is uploaded again.
+		if !r.plans.pin(d) && tries == maxLaunchTries {
+			return errs.New(errs.ErrInternal, "cuda Launch rank %d: the Plan's image was reclaimed %d times before it could launch", r.topo.Rank, tries+1)
+		}
 	}
+}
+
+// maxLaunchTries bounds Launch's uploads of a Plan whose image other
+// threads' uploads reclaim before it launches (each is idle until then).
+const maxLaunchTries = 8
+
+// launch enqueues plan, uploaded as d, on stream: errLaunchRetry where d's
+// image may not be read now (purlin_launch).
+func (r *Rank) launch(plan *snac.Plan, d *devicePlan, bufs []atom.Buffers, stream cuStream) error {
 	var args launchArgs
 	r.fillArgs(&args, plan, d, bufs)
 	split := uint32(0) // purlin_epilogue's blocks a worker; 0: none to launch
@@ -194,9 +215,9 @@ func (r *Rank) Launch(plan *snac.Plan, bufs []atom.Buffers, stream uintptr) erro
 		split = d.epilogueSplit
 	}
 	if d.engine != nil {
-		return r.launchEngine(plan, d, bufs, cuStream(stream), &args, split)
+		return r.launchEngine(plan, d, bufs, stream, &args, split)
 	}
-	return r.launchInOrder(d.nworkers, cuStream(stream), &args, split)
+	return r.launchInOrder(d.nworkers, stream, &args, split, d.counts)
 }
 
 // fillArgs writes the Launch argument of plan, uploaded as d, with bufs.

@@ -40,6 +40,7 @@ func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size 
 	*h = C.purlinReplay{
 		getCurrent: C.uintptr_t(hot.ctxGetCurrent), push: C.uintptr_t(hot.ctxPush), pop: C.uintptr_t(hot.ctxPop),
 		launch: C.uintptr_t(hot.launchKernel), ctx: C.uintptr_t(r.ctx), fn: C.uintptr_t(r.fn.run),
+		isCapturing: C.uintptr_t(hot.streamIsCapturing), img: (*C.purlinImage)(d.counts),
 		last: (*C.uint64_t)(unsafe.Pointer(r.order.last)), grid: C.uint32_t(d.nworkers), block: threadsPerBlock,
 		send: C.uint32_t(unsafe.Offsetof(launchArgs{}.Send)), recv: C.uint32_t(unsafe.Offsetof(launchArgs{}.Recv)),
 	}

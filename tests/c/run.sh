@@ -47,6 +47,7 @@ run_suite layouts 240
 run_suite epilogue 240
 # The call cache (capi/callcache.h), alone and through the library, and the same calls with it off.
 run_suite callcache_unit 60
+run_suite launch_unit 60
 run_suite callcache 240
 run_suite callcache 240 PURLIN_CALL_CACHE=0
 # 8 ranks (snac.MaxRanks, a full NVLink server) through purlin-perf: every

@@ -389,7 +389,9 @@ int main(int argc, char** argv) {
   MUST(cudaMemset(packets, 0, 1 << 16));
   MUST(cudaMalloc(&flags, 1 << 16));
   MUST(cudaMemset(flags, 0, 1 << 16));
-  MUST(cudaMalloc(&steps, 64 * sizeof(Step)));
+  MUST(cudaMalloc(&steps, kImageHeader + 64 * sizeof(Step)));  // an image's header, then its steps
+  MUST(cudaMemset(steps, 0, kImageHeader));
+  steps = (char*)steps + kImageHeader;
   MUST(cudaMalloc(&workers, sizeof(Worker)));
   MUST(cudaMalloc(&fill, 16));  // a worker's uint16, then its epilogue steps (epilogueBench)
   MUST(cudaMalloc(&epochs, (kNumEpochs + 1) * 8));

@@ -1,0 +1,398 @@
+package cuda
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// plans caches device Plans by *snac.Plan: comm caches Plans per shape, so
+// a pointer names one immutable Plan. Lookups are lock-free (sync.Map); a
+// miss uploads under mu.
+//
+// Device copies are also kept by content: a Plan built again for a shape
+// whose Plan comm's cache had dropped (a program cycling through more shapes
+// than that cache holds) finds the copy its twin left and uploads nothing.
+// The pointer map is emptied when it holds maxPointers, so dropped Plans
+// are not kept alive by it.
+//
+// Images lie in chunks of device memory allocated ahead of them: the first
+// when the rank is made (reserve), each later one, when an image does not
+// fit, twice the size of the one before. An allocation per image would put a
+// device memory allocation between two launches on different streams of the
+// GPU, which CUDA documents keeps them from running at the same time
+// (implicit synchronization): the kernel of a call of a new shape would
+// wait for the kernels already on the GPU, the caller's compute on another
+// stream among them.
+//
+// Images are reclaimed, so that a program that calls with ever new sizes
+// (a server's prefill, one size per batch) holds a bounded amount of them:
+// once the reclaimable ones pass planBudget bytes, an upload frees the
+// oldest idle ones, down to half of it, and places new images in their
+// room. An image is reclaimable when purlin_run alone reads it and no CUDA
+// graph holds it: a graph may replay it at any time, so a launch during a
+// capture pins its image for the rank's life (as do the copy engine's and
+// a split epilogue's kernels, which read it too). Idle means not launched
+// since the last reclaim looked, and every launched block ended: each
+// launch is counted (imageCounts, launch.h purlin_launch) and each block of
+// purlin_run counts itself in the image's header once it has read the last
+// of it (csrc/run.cu: at its start where its steps fit one batch, else at
+// its end), so an image whose header holds its launches times its workers
+// is read by no kernel, queued or running.
+type plans struct {
+	cache    sync.Map // *snac.Plan -> *devicePlan
+	mu       sync.Mutex
+	pointers int                       // entries in cache; guarded by mu
+	images   map[uint64][]*deviceImage // the device copies, by a hash of their bytes; guarded by mu
+	// chunks are the allocations images lie in, spare their free ranges
+	// in address order. Guarded by mu.
+	chunks []span
+	spare  []span
+	// evictable are the images a reclaim may free, oldest first, and
+	// evictableBytes their room; budget replaces planBudget where set (a
+	// test's). Guarded by mu.
+	evictable      []*devicePlan
+	evictableBytes uintptr
+	budget         uintptr
+	// counts are every reclaimable image's, freed with the rank: a C
+	// record may name an image's counts after it is freed.
+	counts []*imageCounts
+}
+
+// span is a range of device memory in chunks[chunk].
+type span struct {
+	ptr   devicePtr
+	size  uintptr
+	chunk int
+}
+
+const (
+	// planChunk is the size of a rank's first chunk of Plan images: it
+	// holds dozens to hundreds of packet Plans (0.5-120 KB each); a ring's
+	// image grows with its size (AllReduce of 1 GiB: 2.6 MB on 2 ranks, 30
+	// MB on 8), and takes a chunk of its own when larger than the next.
+	// Each chunk is twice the one before, planChunkGrowth times at most.
+	planChunk       = 2 << 20
+	planChunkGrowth = 5
+	// planBudget is the room of reclaimable images past which an upload
+	// reclaims idle ones.
+	planBudget = 64 << 20
+	// imageHeader is the bytes before an image's steps: the count of
+	// purlin_run's blocks done reading it (csrc/plan.cuh kImageHeader).
+	imageHeader = 16
+)
+
+var zeroHeader [imageHeader]byte
+
+// deviceImage is one device copy and the bytes it holds. Two Plans of equal
+// bytes and worker count have equal steps too (the image's length fixes
+// them), so they share a copy.
+type deviceImage struct {
+	bytes []byte
+	plan  *devicePlan
+}
+
+// maxPointers bounds the Plan pointers plans keeps (comm's cache holds 256
+// Plans a rank, merged point-to-point Plans 64 more).
+const maxPointers = 1024
+
+var imageSeed = maphash.MakeSeed()
+
+// errLaunchRetry is purlin_launch's refusal to launch on an image: Launch
+// pins it, or uploads its Plan again, and launches once more.
+var errLaunchRetry = errors.New("cuda: the Plan's image must be pinned or uploaded again")
+
+func (c *plans) lookup(p *snac.Plan) *devicePlan {
+	if v, ok := c.cache.Load(p); ok {
+		return v.(*devicePlan)
+	}
+	return nil
+}
+
+// upload places p in device memory, copied there on copies (copyToDevice:
+// it has landed when upload returns, so a kernel on any stream, now or
+// later, reads all of it); ctx is current and the caller holds the thread.
+//
+// A Plan first seen while a stream is being captured into a CUDA graph is
+// uploaded the same way: the allocation and the copy are not stream work of
+// the capture, so the thread steps into relaxed capture mode for them (in
+// global or thread-local mode they are "potentially unsafe" calls that would
+// invalidate the capture), as the graph then reads the Plan at every replay
+// from device memory that lives as long as the rank. There is no limit on
+// how many new shapes a capture may hold.
+func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.lookup(p); d != nil {
+		return d, nil
+	}
+	b, err := planBytes(p)
+	if err != nil {
+		return nil, err
+	}
+	if c.pointers >= maxPointers {
+		c.forget()
+	}
+	key := maphash.Bytes(imageSeed, b)
+	for _, img := range c.images[key] {
+		if img.plan.nworkers == uint32(len(p.Workers)) && bytes.Equal(img.bytes, b) {
+			c.remember(p, img.plan)
+			return img.plan, nil
+		}
+	}
+	d := &devicePlan{key: key}
+	if len(b) == 0 {
+		d.place(0, p)
+		c.remember(p, d)
+		return d, nil
+	}
+	mode := uint32(streamCaptureModeRelaxed)
+	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
+		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
+	}
+	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
+	size := imageHeader + uintptr(len(b)+15)&^15
+	if c.evictableBytes+size > c.limit() {
+		c.reclaim(copies)
+	}
+	ptr, err := c.claim(size)
+	if err != nil {
+		return nil, err
+	}
+	if err := copyImage(ptr, b, copies); err != nil {
+		c.release(ptr, size) // the room is free again
+		return nil, fmt.Errorf("cuda plan: %w", err)
+	}
+	d.base, d.size = ptr, size
+	d.place(uint64(ptr)+imageHeader, p)
+	if d.reclaimable() {
+		d.counts = newImageCounts()
+		c.counts = append(c.counts, d.counts)
+		c.evictable = append(c.evictable, d)
+		c.evictableBytes += size
+	}
+	if c.images == nil {
+		c.images = map[uint64][]*deviceImage{}
+	}
+	c.images[key] = append(c.images[key], &deviceImage{bytes: b, plan: d})
+	c.remember(p, d)
+	return d, nil
+}
+
+// copyImage writes a zero header and then b at ptr, on copies, and waits
+// for both.
+func copyImage(ptr devicePtr, b []byte, copies cuStream) error {
+	if r := driver.MemcpyHtoDAsync(ptr, unsafe.Pointer(&zeroHeader[0]), imageHeader, copies); r != cuSuccess {
+		return cuErr(r, "cuMemcpyHtoDAsync", "an image's header")
+	}
+	return copyToDevice(ptr+imageHeader, b, copies)
+}
+
+// reclaimable reports whether purlin_run alone reads d's image.
+func (d *devicePlan) reclaimable() bool {
+	return d.engine == nil && (d.epilogueSplit <= 1 || d.epilogue == [MaxBuffers]spec.EpilogueKind{})
+}
+
+func (c *plans) limit() uintptr {
+	if c.budget != 0 {
+		return c.budget
+	}
+	return planBudget
+}
+
+// reclaim frees idle reclaimable images, oldest first, until their room
+// is at most half the budget or none is left to look at; the caller holds
+// mu and has ctx current.
+func (c *plans) reclaim(copies cuStream) {
+	keep := c.evictable[:0]
+	for i, d := range c.evictable {
+		if c.evictableBytes <= c.limit()/2 {
+			keep = append(keep, c.evictable[i:]...)
+			break
+		}
+		if c.settled(d, copies) {
+			c.evictableBytes -= d.size
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	clear(c.evictable[len(keep):])
+	c.evictable = keep
+}
+
+// settled reports whether d leaves the reclaimable images: pinned, or
+// idle and freed now. The mark comes before the count is read: a launch
+// that counted itself after the read sees the mark and backs off
+// (purlin_launch), and one counted before it is in the count.
+func (c *plans) settled(d *devicePlan, copies cuStream) bool {
+	state, launched := d.counts.status(), d.counts.launches()
+	if n := launched.Load(); n != d.seen {
+		d.seen = n // launched since the last look: kept another round
+		return state.Load() == imagePinned
+	}
+	if !state.CompareAndSwap(imageLive, imageRetired) {
+		return true // pinned
+	}
+	n := launched.Load()
+	if ended, err := endedBlocks(d, copies); err != nil || ended != n*uint64(d.nworkers) {
+		state.Store(imageLive)
+		d.seen = n
+		return false
+	}
+	state.Store(imageFreed)
+	c.drop(d)
+	return true
+}
+
+// endedBlocks reads the count in d's header: the blocks of purlin_run done
+// reading it.
+func endedBlocks(d *devicePlan, copies cuStream) (uint64, error) {
+	var n uint64
+	if r := driver.MemcpyDtoHAsync(unsafe.Pointer(&n), d.base, 8, copies); r != cuSuccess {
+		return 0, cuErr(r, "cuMemcpyDtoHAsync", "an image's header")
+	}
+	return n, cuErr(driver.StreamSynchronize(copies), "cuStreamSynchronize", "after reading an image's header")
+}
+
+// drop forgets freed d and gives its room back; the caller holds mu.
+func (c *plans) drop(d *devicePlan) {
+	for _, p := range d.names {
+		if c.cache.CompareAndDelete(p, d) {
+			c.pointers--
+		}
+	}
+	d.names = nil
+	list := slices.DeleteFunc(c.images[d.key], func(img *deviceImage) bool { return img.plan == d })
+	if len(list) == 0 {
+		delete(c.images, d.key)
+	} else {
+		c.images[d.key] = list
+	}
+	c.release(d.base, d.size)
+}
+
+// pin keeps d's image for the rank's life, unless it was freed (false):
+// Launch's slow path after purlin_launch refused it, because the stream was
+// being captured, or a reclaim was looking at it (which has since kept it,
+// and pinning it costs little), or freed it (the caller uploads the Plan
+// again).
+func (c *plans) pin(d *devicePlan) bool {
+	if d.counts == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state := d.counts.status()
+	return state.CompareAndSwap(imageLive, imagePinned) || state.Load() == imagePinned
+}
+
+// reserve allocates the first chunk of Plan images; ctx is current.
+func (c *plans) reserve() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.chunks) > 0 {
+		return nil
+	}
+	return c.grow(planChunk)
+}
+
+// claim returns size bytes (a multiple of 16) for an image, the first
+// spare range that holds them or a new chunk; the caller holds mu and has
+// ctx current.
+func (c *plans) claim(size uintptr) (devicePtr, error) {
+	for i := range c.spare {
+		s := &c.spare[i]
+		if s.size < size {
+			continue
+		}
+		ptr := s.ptr
+		s.ptr, s.size = s.ptr+devicePtr(size), s.size-size
+		if s.size == 0 {
+			c.spare = slices.Delete(c.spare, i, i+1)
+		}
+		return ptr, nil
+	}
+	if err := c.grow(max(size, planChunk<<min(len(c.chunks), planChunkGrowth))); err != nil {
+		return 0, err
+	}
+	return c.claim(size)
+}
+
+// grow allocates a chunk of n bytes, all of it spare; the caller holds mu
+// and has ctx current.
+func (c *plans) grow(n uintptr) error {
+	var ptr devicePtr
+	if r := driver.MemAlloc(&ptr, n); r != cuSuccess {
+		return cuErr(r, "cuMemAlloc", "Plans, a chunk of ", n, " bytes")
+	}
+	c.chunks = append(c.chunks, span{ptr: ptr, size: n, chunk: len(c.chunks)})
+	c.release(ptr, n)
+	return nil
+}
+
+// release makes [ptr, ptr+size) spare, joined to the spare ranges of its
+// chunk it touches; the caller holds mu.
+func (c *plans) release(ptr devicePtr, size uintptr) {
+	chunk := slices.IndexFunc(c.chunks, func(s span) bool { return ptr >= s.ptr && ptr < s.ptr+devicePtr(s.size) })
+	i, _ := slices.BinarySearchFunc(c.spare, ptr, func(s span, p devicePtr) int { return cmpPtr(s.ptr, p) })
+	c.spare = slices.Insert(c.spare, i, span{ptr: ptr, size: size, chunk: chunk})
+	if i+1 < len(c.spare) && c.touch(c.spare[i], c.spare[i+1]) {
+		c.spare[i].size += c.spare[i+1].size
+		c.spare = slices.Delete(c.spare, i+1, i+2)
+	}
+	if i > 0 && c.touch(c.spare[i-1], c.spare[i]) {
+		c.spare[i-1].size += c.spare[i].size
+		c.spare = slices.Delete(c.spare, i, i+1)
+	}
+}
+
+func (c *plans) touch(a, b span) bool { return a.chunk == b.chunk && a.ptr+devicePtr(a.size) == b.ptr }
+
+func cmpPtr(a, b devicePtr) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// remember maps p to d; the caller holds mu.
+func (c *plans) remember(p *snac.Plan, d *devicePlan) {
+	c.cache.Store(p, d)
+	c.pointers++
+	d.names = append(d.names, p)
+}
+
+// forget empties the pointer map; the caller holds mu.
+func (c *plans) forget() {
+	c.cache.Clear()
+	c.pointers = 0
+	for _, list := range c.images {
+		for _, img := range list {
+			img.plan.names = nil
+		}
+	}
+}
+
+func (c *plans) free() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.chunks {
+		driver.MemFree(s.ptr)
+	}
+	for _, n := range c.counts {
+		freeImageCounts(n)
+	}
+	c.images, c.pointers, c.counts = nil, 0, nil
+	c.chunks, c.spare, c.evictable, c.evictableBytes = nil, nil, nil, 0
+	c.cache.Clear()
+}

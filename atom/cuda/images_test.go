@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/spec"
+)
+
+// imageRig uploads 8-rank AllReduce Plans (33-820 KB images) into a model
+// device and plays the kernels that read them: run counts a launch as
+// purlin_launch does, end adds its blocks to the image's header as
+// purlin_run's blocks do when they end.
+type imageRig struct {
+	t      *testing.T
+	m      *modelDevice
+	c      plans
+	copies cuStream
+}
+
+func newImageRig(t *testing.T, budget uintptr) *imageRig {
+	const launch, copies cuStream = 0x51, 0x52
+	r := &imageRig{t: t, m: useModelDevice(t, launch), copies: copies}
+	r.c.budget = budget
+	require.NoError(t, r.c.reserve())
+	t.Cleanup(r.c.free)
+	return r
+}
+
+func (r *imageRig) plan(count uint64) *snac.Plan {
+	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: count,
+		Rank: 0, NRanks: 8, Send: 1 << 40, Recv: 2 << 40}
+	p, err := snac.Build(call, Topology(8, 0))
+	require.NoError(r.t, err)
+	return p
+}
+
+// upload uploads p and checks that its image lies whole where a kernel
+// launched now reads it, after a zero header.
+func (r *imageRig) upload(p *snac.Plan) *devicePlan {
+	d, err := r.c.upload(p, r.copies)
+	require.NoError(r.t, err)
+	image, err := planBytes(p)
+	require.NoError(r.t, err)
+	require.Equal(r.t, -1, r.m.stale(devicePtr(d.steps), image), "the image as uploaded")
+	return d
+}
+
+func (r *imageRig) run(d *devicePlan) {
+	require.Equal(r.t, uint64(imageLive), d.counts.status().Load(), "a launch on a live image")
+	d.counts.launches().Add(1)
+}
+
+func (r *imageRig) end(d *devicePlan) {
+	h := r.m.at(d.base, 8)
+	binary.LittleEndian.PutUint64(h, binary.LittleEndian.Uint64(h)+uint64(d.nworkers))
+}
+
+// intact fails unless d's image is still in place and named by p.
+func (r *imageRig) intact(p *snac.Plan, d *devicePlan, msg string) {
+	require.Same(r.t, d, r.c.lookup(p), msg)
+	image, err := planBytes(p)
+	require.NoError(r.t, err)
+	require.Equal(r.t, -1, r.m.stale(devicePtr(d.steps), image), msg)
+	require.NotEqual(r.t, uint64(imageFreed), d.counts.status().Load(), msg)
+}
+
+// TestPlanImagesStayBounded: a program that calls with a new size every
+// time (a server's prefill) holds about the budget of Plan images, not one
+// per size: idle images are freed and their room holds the next ones.
+func TestPlanImagesStayBounded(t *testing.T) {
+	const budget = 2 << 20
+	r := newImageRig(t, budget)
+	var largest uintptr
+	for i := range 400 {
+		p := r.plan(uint64(8192 + 4096*i)) // 16 KiB to 3.2 MiB of bfloat16
+		d := r.upload(p)
+		largest = max(largest, d.size)
+		r.run(d)
+		r.end(d)
+		require.LessOrEqual(t, placed(&r.c), budget+largest, "after %d sizes", i+1)
+	}
+	require.LessOrEqual(t, len(r.c.chunks), 2, "chunks %v", r.c.chunks)
+	require.LessOrEqual(t, len(r.c.evictable), 400/4, "most images freed")
+	require.LessOrEqual(t, r.c.pointers, len(r.c.evictable), "freed images are named no more")
+}
+
+// TestPlanImagesInUseStay: an image is freed only once every block of every
+// launch on it has ended, never when it is pinned (a graph holds it), and
+// not in the round after a launch (it may be launched again soon).
+func TestPlanImagesInUseStay(t *testing.T) {
+	const budget = 1 << 20
+	r := newImageRig(t, budget)
+	busyPlan, pinnedPlan, hotPlan := r.plan(8192), r.plan(8192+64), r.plan(8192+128)
+	busy, pinned, hot := r.upload(busyPlan), r.upload(pinnedPlan), r.upload(hotPlan)
+	r.run(busy)
+	r.run(busy)
+	r.end(busy) // one launch of two has ended
+	require.True(t, r.c.pin(pinned))
+	others := 0
+	churn := func(n int) {
+		for range n {
+			d := r.upload(r.plan(uint64(1<<20 + 64*others)))
+			r.run(d)
+			r.end(d)
+			r.run(hot)
+			r.end(hot)
+			others++
+		}
+	}
+	churn(60)
+	r.intact(busyPlan, busy, "a launch on it has not ended")
+	r.intact(pinnedPlan, pinned, "pinned")
+	r.intact(hotPlan, hot, "launched since every reclaim looked")
+	require.Less(t, len(r.c.evictable), others, "idle images were freed meanwhile")
+
+	r.end(busy)
+	churn(60)
+	require.Nil(t, r.c.lookup(busyPlan), "freed once idle")
+	require.Equal(t, uint64(imageFreed), busy.counts.status().Load())
+	r.intact(pinnedPlan, pinned, "pinned")
+	require.False(t, r.c.pin(busy), "a freed image cannot be pinned: its Plan is uploaded again")
+	again := r.upload(busyPlan)
+	require.NotSame(t, busy, again)
+	require.Zero(t, binary.LittleEndian.Uint64(r.m.at(again.base, 8)), "a fresh header")
+}
+
+// TestPlanImagesPinnedWhenNotReclaimable: images read by more than
+// purlin_run (a split epilogue, the copy engine) stay: no counts.
+func TestPlanImagesPinnedWhenNotReclaimable(t *testing.T) {
+	r := newImageRig(t, 1<<20)
+	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 4096 * 4096,
+		Epilogue: spec.Epilogue{Kind: spec.EpilogueRMSNorm, Hidden: 4096, Eps: 1e-6}, Rank: 0, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
+	p, err := snac.Build(call, Topology(2, 0))
+	require.NoError(t, err)
+	d := r.upload(p)
+	require.Greater(t, d.epilogueSplit, uint32(1), "an epilogue of its own kernel")
+	require.Nil(t, d.counts)
+	require.Empty(t, r.c.evictable)
+}
