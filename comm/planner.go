@@ -7,8 +7,12 @@ import (
 	"purlin/spec"
 )
 
-// planCacheSize bounds the Plans one communicator keeps (one per shape).
-const planCacheSize = 256
+// planCacheSize and planCacheBytes bound the Plans one communicator keeps
+// (one per shape), and their memory.
+const (
+	planCacheSize  = 256
+	planCacheBytes = 256 << 20
+)
 
 // planner gives a communicator the Plan of a call: from its cache when the
 // shape was seen, else built by SNAC for its topology.
@@ -60,7 +64,7 @@ func (p *planner) merge(plans []*snac.Plan) (*snac.Plan, error) {
 }
 
 func newPlanner(topo snac.Topology) *planner {
-	return &planner{topo: topo, cache: snac.NewCache(planCacheSize)}
+	return &planner{topo: topo, cache: snac.NewCache(planCacheSize, planCacheBytes)}
 }
 
 func (p *planner) get(call *spec.Call) (*snac.Plan, error) {

@@ -9,14 +9,17 @@ import (
 )
 
 // Cache keeps Plans per call shape, so a repeated call skips Build. It holds
-// at most its capacity of Plans and drops the least recently used one when
-// full. It is safe for concurrent use; a hit allocates nothing, and a call
+// at most its capacity of Plans, and of their bytes (Plan.Bytes: a ring's
+// Plan grows with its message, to 30 MB for 1 GiB on 8 ranks), and drops the
+// least recently used ones past either; the most recent stays whatever its size. It is safe for concurrent use; a hit allocates nothing, and a call
 // of the same shape as the one before it (a loop of one collective, the
 // common case) takes no lock either. Cached Plans are shared: callers must
 // not modify them.
 type Cache struct {
 	mu       sync.Mutex
 	capacity int
+	maxBytes uint64
+	bytes    uint64                   // of the Plans held; guarded by mu
 	entries  map[shapeKey]*cacheEntry // guarded by mu
 	lru      cacheEntry               // sentinel of the recency list, most recent first; guarded by mu
 	// last is the entry Plan returned last, the head of the recency list:
@@ -47,9 +50,10 @@ type cacheEntry struct {
 	prev, next *cacheEntry
 }
 
-// NewCache returns a Cache holding at most capacity Plans (at least one).
-func NewCache(capacity int) *Cache {
-	c := &Cache{capacity: max(1, capacity), entries: map[shapeKey]*cacheEntry{}}
+// NewCache returns a Cache holding at most capacity Plans (at least one)
+// and maxBytes of them.
+func NewCache(capacity int, maxBytes uint64) *Cache {
+	c := &Cache{capacity: max(1, capacity), maxBytes: maxBytes, entries: map[shapeKey]*cacheEntry{}}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
 }
@@ -87,15 +91,14 @@ func (c *Cache) build(key shapeKey, cp spec.Call, topo Topology) (*Plan, error) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.entries[key]; ok {
-		c.unlinkLocked(old)
+		c.dropLocked(old)
 	}
 	c.entries[key] = e
 	c.pushLocked(e)
+	c.bytes += plan.Bytes()
 	c.last.Store(e)
-	if len(c.entries) > c.capacity {
-		oldest := c.lru.prev
-		c.unlinkLocked(oldest)
-		delete(c.entries, oldest.key)
+	for len(c.entries) > 1 && (len(c.entries) > c.capacity || c.bytes > c.maxBytes) {
+		c.dropLocked(c.lru.prev)
 	}
 	return plan, nil
 }
@@ -108,6 +111,13 @@ func (c *Cache) Len() int {
 }
 
 func (c *Cache) unlinkLocked(e *cacheEntry) { e.prev.next, e.next.prev = e.next, e.prev }
+
+// dropLocked forgets e.
+func (c *Cache) dropLocked(e *cacheEntry) {
+	c.unlinkLocked(e)
+	delete(c.entries, e.key)
+	c.bytes -= e.plan.Bytes()
+}
 
 func (c *Cache) pushLocked(e *cacheEntry) {
 	e.prev, e.next = &c.lru, c.lru.next

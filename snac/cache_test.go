@@ -11,7 +11,7 @@ import (
 )
 
 func TestCacheHitsAreSharedAndAllocationFree(t *testing.T) {
-	cache := snac.NewCache(4)
+	cache := snac.NewCache(4, 1<<40)
 	topo := testTopo(2)
 	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Count: 1000, NRanks: 2, Send: base, Recv: base + 8192}
 	p1, err := cache.Plan(call, topo)
@@ -26,7 +26,7 @@ func TestCacheHitsAreSharedAndAllocationFree(t *testing.T) {
 }
 
 func TestCacheKeysEveryShapeField(t *testing.T) {
-	cache := snac.NewCache(64)
+	cache := snac.NewCache(64, 1<<40)
 	topo := testTopo(2)
 	base := spec.Call{Coll: spec.AllGatherV, Type: spec.Float32, Count: 0, NRanks: 2, Counts: []uint64{3, 4}, Displs: []uint64{0, 3}}
 	first, err := cache.Plan(&base, topo)
@@ -58,7 +58,7 @@ func int8Sums(nranks int) func(n uint64) *spec.Call {
 }
 
 func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
-	cache, topo, call := snac.NewCache(2), testTopo(1), int8Sums(1)
+	cache, topo, call := snac.NewCache(2, 1<<40), testTopo(1), int8Sums(1)
 	a, _ := cache.Plan(call(1), topo)
 	_, _ = cache.Plan(call(2), topo)
 	again, _ := cache.Plan(call(1), topo) // 1 is now the most recent
@@ -69,11 +69,42 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	require.Same(t, a, again)
 }
 
+// TestCacheBoundsBytes: past its bytes the cache drops the least recently
+// used Plans, however few it holds, but keeps the most recent one whatever
+// its size; Plans of 2 ranks grow with their size in the ring regime.
+func TestCacheBoundsBytes(t *testing.T) {
+	topo, call := testTopo(2), int8Sums(2)
+	size := func(n uint64) uint64 {
+		p, err := snac.Build(call(n), topo)
+		require.NoError(t, err)
+		return p.Bytes()
+	}
+	small, large := size(1<<20), size(4<<20)
+	require.Greater(t, large, 3*small, "Plans grow with their message")
+	cache := snac.NewCache(100, large+size(1<<20+64))
+	a, _ := cache.Plan(call(1<<20), topo)
+	b, _ := cache.Plan(call(1<<20+64), topo)
+	require.Equal(t, 2, cache.Len())
+	_, _ = cache.Plan(call(4<<20), topo) // past the bytes: drops the older small one
+	require.Equal(t, 2, cache.Len())
+	again, _ := cache.Plan(call(1<<20+64), topo)
+	require.Same(t, b, again, "kept")
+	again, _ = cache.Plan(call(1<<20), topo)
+	require.NotSame(t, a, again, "dropped, built anew")
+
+	one := snac.NewCache(100, small)
+	_, _ = one.Plan(call(1<<20), topo)
+	huge, _ := one.Plan(call(4<<20), topo)
+	require.Equal(t, 1, one.Len(), "the most recent stays alone")
+	again, _ = one.Plan(call(4<<20), topo)
+	require.Same(t, huge, again)
+}
+
 // A repeated call hits without the map (the entry returned last); that
 // entry is always the most recent, so eviction order is as if the map had
 // been consulted, and a V call whose vectors differ is not taken for it.
 func TestCacheRepeatedCallKeepsRecency(t *testing.T) {
-	cache, topo, call := snac.NewCache(2), testTopo(2), int8Sums(2)
+	cache, topo, call := snac.NewCache(2, 1<<40), testTopo(2), int8Sums(2)
 	a, _ := cache.Plan(call(1), topo)
 	b, _ := cache.Plan(call(2), topo)
 	again, _ := cache.Plan(call(2), topo) // the last entry: no map
@@ -97,7 +128,7 @@ func TestCacheRepeatedCallKeepsRecency(t *testing.T) {
 }
 
 func TestCacheConcurrentUse(t *testing.T) {
-	cache := snac.NewCache(8)
+	cache := snac.NewCache(8, 1<<40)
 	topo := testTopo(4)
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -53,7 +53,7 @@ func newWorld(t *testing.T, n int, seed uint64) *world {
 	}
 	w := &world{t: t, n: n, topo: topo, sim: snactest.New(topo, seed), rng: rand.New(rand.NewPCG(seed, 7))}
 	for range n {
-		w.plans = append(w.plans, snac.NewCache(64))
+		w.plans = append(w.plans, snac.NewCache(64, 1<<40))
 	}
 	return w
 }

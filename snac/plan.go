@@ -1,6 +1,10 @@
 package snac
 
-import "purlin/spec"
+import (
+	"unsafe"
+
+	"purlin/spec"
+)
 
 // Limits shared by every Plan and every Atom. They size the shared state, so
 // all ranks (and both Atoms) must agree on them: they are constants.
@@ -225,6 +229,11 @@ const (
 var regimeNames = [...]string{"empty", "packet", "staged", "chunked", "ring"}
 
 func (r Regime) String() string { return regimeNames[r] }
+
+// Bytes is the memory of p's steps and workers.
+func (p *Plan) Bytes() uint64 {
+	return uint64(len(p.Steps))*uint64(unsafe.Sizeof(Step{})) + uint64(len(p.Workers))*uint64(unsafe.Sizeof(Worker{}))
+}
 
 // WorkerSteps returns the steps of worker w.
 func (p *Plan) WorkerSteps(w int) []Step {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -20,8 +21,8 @@ import (
 // Device copies are also kept by content: a Plan built again for a shape
 // whose Plan comm's cache had dropped (a program cycling through more shapes
 // than that cache holds) finds the copy its twin left and uploads nothing.
-// The pointer map is emptied when it holds maxPointers, so dropped Plans
-// are not kept alive by it.
+// The pointer map is emptied when it holds maxPointers, or Plans of
+// maxNamedBytes, so Plans comm's cache dropped are not kept alive by it.
 //
 // Images lie in chunks of device memory allocated ahead of them: the first
 // when the rank is made (reserve), each later one, when an image does not
@@ -50,6 +51,8 @@ type plans struct {
 	cache    sync.Map // *snac.Plan -> *devicePlan
 	mu       sync.Mutex
 	pointers int                       // entries in cache; guarded by mu
+	named    uint64                    // the bytes of their Plans (snac.Plan.Bytes); guarded by mu
+	maxNamed uint64                    // replaces maxNamedBytes where set (a test's)
 	images   map[uint64][]*deviceImage // the device copies, by a hash of their bytes; guarded by mu
 	// chunks are the allocations images lie in, spare their free ranges
 	// in address order. Guarded by mu.
@@ -99,9 +102,13 @@ type deviceImage struct {
 	plan  *devicePlan
 }
 
-// maxPointers bounds the Plan pointers plans keeps (comm's cache holds 256
-// Plans a rank, merged point-to-point Plans 64 more).
-const maxPointers = 1024
+// maxPointers and maxNamedBytes bound the Plan pointers plans keeps, and
+// their Plans' bytes (comm's cache holds 256 Plans a rank and 256 MiB of
+// them, merged point-to-point Plans 64 more).
+const (
+	maxPointers   = 1024
+	maxNamedBytes = 512 << 20
+)
 
 var imageSeed = maphash.MakeSeed()
 
@@ -137,7 +144,7 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.pointers >= maxPointers {
+	if c.pointers >= maxPointers || c.named >= cmp.Or(c.maxNamed, maxNamedBytes) {
 		c.forget()
 	}
 	key := maphash.Bytes(imageSeed, b)
@@ -200,12 +207,7 @@ func (d *devicePlan) reclaimable() bool {
 	return d.engine == nil && (d.epilogueSplit <= 1 || d.epilogue == [MaxBuffers]spec.EpilogueKind{})
 }
 
-func (c *plans) limit() uintptr {
-	if c.budget != 0 {
-		return c.budget
-	}
-	return planBudget
-}
+func (c *plans) limit() uintptr { return cmp.Or(c.budget, planBudget) }
 
 // reclaim frees idle reclaimable images, oldest first, until their room
 // is at most half the budget or none is left to look at; the caller holds
@@ -266,6 +268,7 @@ func (c *plans) drop(d *devicePlan) {
 	for _, p := range d.names {
 		if c.cache.CompareAndDelete(p, d) {
 			c.pointers--
+			c.named -= p.Bytes()
 		}
 	}
 	d.names = nil
@@ -341,7 +344,7 @@ func (c *plans) grow(n uintptr) error {
 // chunk it touches; the caller holds mu.
 func (c *plans) release(ptr devicePtr, size uintptr) {
 	chunk := slices.IndexFunc(c.chunks, func(s span) bool { return ptr >= s.ptr && ptr < s.ptr+devicePtr(s.size) })
-	i, _ := slices.BinarySearchFunc(c.spare, ptr, func(s span, p devicePtr) int { return cmpPtr(s.ptr, p) })
+	i, _ := slices.BinarySearchFunc(c.spare, ptr, func(s span, p devicePtr) int { return cmp.Compare(s.ptr, p) })
 	c.spare = slices.Insert(c.spare, i, span{ptr: ptr, size: size, chunk: chunk})
 	if i+1 < len(c.spare) && c.touch(c.spare[i], c.spare[i+1]) {
 		c.spare[i].size += c.spare[i+1].size
@@ -355,27 +358,18 @@ func (c *plans) release(ptr devicePtr, size uintptr) {
 
 func (c *plans) touch(a, b span) bool { return a.chunk == b.chunk && a.ptr+devicePtr(a.size) == b.ptr }
 
-func cmpPtr(a, b devicePtr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // remember maps p to d; the caller holds mu.
 func (c *plans) remember(p *snac.Plan, d *devicePlan) {
 	c.cache.Store(p, d)
 	c.pointers++
+	c.named += p.Bytes()
 	d.names = append(d.names, p)
 }
 
 // forget empties the pointer map; the caller holds mu.
 func (c *plans) forget() {
 	c.cache.Clear()
-	c.pointers = 0
+	c.pointers, c.named = 0, 0
 	for _, list := range c.images {
 		for _, img := range list {
 			img.plan.names = nil
@@ -392,7 +386,7 @@ func (c *plans) free() {
 	for _, n := range c.counts {
 		freeImageCounts(n)
 	}
-	c.images, c.pointers, c.counts = nil, 0, nil
+	c.images, c.pointers, c.named, c.counts = nil, 0, 0, nil
 	c.chunks, c.spare, c.evictable, c.evictableBytes = nil, nil, nil, 0
 	c.cache.Clear()
 }

@@ -141,3 +141,26 @@ func TestPlanImagesPinnedWhenNotReclaimable(t *testing.T) {
 	require.Nil(t, d.counts)
 	require.Empty(t, r.c.evictable)
 }
+
+// TestPlanPointersBoundedByBytes: the pointer map keeps the Plans it names
+// alive, so it is emptied once they hold its bytes, not only its count:
+// pinned images (a graph's) stay, found by content again.
+func TestPlanPointersBoundedByBytes(t *testing.T) {
+	r := newImageRig(t, 1<<30)
+	r.c.maxNamed = 1 << 20
+	var largest uint64
+	var first *snac.Plan
+	for i := range 20 {
+		p := r.plan(uint64(1<<20 + 4096*i)) // 0.2 MB Plans
+		d := r.upload(p)
+		require.True(t, r.c.pin(d))
+		largest = max(largest, p.Bytes())
+		require.LessOrEqual(t, r.c.named, r.c.maxNamed+largest, "after %d Plans", i+1)
+		if i == 0 {
+			first = p
+		}
+	}
+	require.Nil(t, r.c.lookup(first), "no longer named")
+	again := r.upload(r.plan(1 << 20))
+	require.Equal(t, uint64(imagePinned), again.counts.status().Load(), "the first image, found by its bytes")
+}
