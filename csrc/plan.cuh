@@ -27,9 +27,9 @@ constexpr uint64_t kDoneCheck = 0;
 /** Caller buffers one launch may address (SpaceSend/SpaceRecv Ref.rank). */
 constexpr int kMaxBuffers = 16;
 /** Bytes before a Plan image's steps (Launch.steps): a uint64_t that each
- * block of purlin_run adds one to once it has read the last of the image,
- * which the rank reads before it reuses the image's memory (atom/cuda
- * images.go). */
+ * block of purlin_run and purlin_epilogue adds one to once it has read the
+ * last of the image, which the rank reads before it reuses the image's
+ * memory (atom/cuda images.go). */
 constexpr uint64_t kImageHeader = 16;
 
 /** Flag kinds, as snac.FlagSlot lays out slots (snac.FlagReady ...). */

@@ -516,13 +516,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_run_epilogue(co
 /** purlin_epilogue runs the Epilogue steps of the Plan that purlin_run ran
  * just before it on the stream, with the same Launch: block b those of
  * worker b (epilogueCountOf). It does nothing on a broken rank: the call failed, and
- * the residual it would update is the caller's. */
+ * the residual it would update is the caller's. Each block counts itself
+ * in the image's header once done with it, as purlin_run's do. */
 extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const __grid_constant__ Launch L) {
   const uint32_t n = epilogueCountOf(L);
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
-  if (n == 0) return;
+  if (n == 0) {  // alike in every thread of the block
+    __syncthreads();
+    if (threadIdx.x == 0) countEnded(L);
+    return;
+  }
   const Worker w = ((const Worker*)L.workers)[blockIdx.x];
   const uint64_t* steps = (const uint64_t*)(L.steps + (uint64_t)w.first * sizeof(Step));
   stageEpilogues(L, steps, w.count);
@@ -534,6 +539,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) purlin_epilogue(const 
   // word's one reading the block's: the epilogue's sums need every thread or none.
   if (__syncthreads_or(threadIdx.x == 0 && *((volatile uint64_t*)L.epochs + kNumEpochs) != 0)) return;
   epilogueSteps(L, steps, w.count, n);
+  __syncthreads();  // every thread is done with the image
+  if (threadIdx.x == 0) countEnded(L);
 }
 
 /** purlin_signals runs one signal segment of a copy-engine worker

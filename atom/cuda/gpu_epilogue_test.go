@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,13 +114,39 @@ func TestGPUAllReduceEpilogue(t *testing.T) {
 		m.send, m.recv, m.residual = g.alloc(t, int(most)), g.alloc(t, int(most)), g.alloc(t, int(most))
 		m.weight, m.quant, m.scales = g.alloc(t, 16384*4+64), g.alloc(t, int(most)), g.alloc(t, 4*3000+64)
 	}
+	// A small budget of Plan images: most calls' images are freed after
+	// them, and those of the separate epilogue kernel (the multi-MiB calls)
+	// among them, once both kernels' blocks are done with them.
+	const budget = 16 << 10
+	for _, g := range ranks {
+		g.plans.mu.Lock()
+		g.plans.budget = budget
+		g.plans.mu.Unlock()
+	}
 	rng := rand.New(rand.NewPCG(21, 22))
 	rows, inexact := 0, 0
+	var split []*devicePlan
 	for _, c := range cases {
 		inexact += runEpilogueGPU(t, ranks, mems, c, rng)
 		rows += n * int(c.rows)
+		ranks[0].plans.mu.Lock()
+		for _, d := range ranks[0].plans.evictable {
+			if d.blocks > uint64(d.nworkers) && !slices.Contains(split, d) {
+				split = append(split, d)
+			}
+		}
+		ranks[0].plans.mu.Unlock()
 	}
 	t.Logf("%d calls on %d ranks: %d of %d rows' outputs differ from numeric's in the last place", len(cases), n, inexact, rows)
+	require.NotEmpty(t, split, "calls with a separate epilogue kernel")
+	freed := 0
+	for _, d := range split {
+		if d.counts.status().Load() == imageFreed {
+			freed++
+		}
+	}
+	t.Logf("%d images with a separate epilogue, %d freed", len(split), freed)
+	require.Positive(t, freed, "images of two kernels freed")
 }
 
 // runEpilogueGPU runs case c on every rank and checks every rank's buffers;

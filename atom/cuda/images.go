@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"purlin/snac"
-	"purlin/spec"
 )
 
 // plans caches device Plans by *snac.Plan: comm caches Plans per shape, so
@@ -37,16 +36,17 @@ import (
 // (a server's prefill, one size per batch) holds a bounded amount of them:
 // once the reclaimable ones pass planBudget bytes, an upload frees the
 // oldest idle ones, down to half of it, and places new images in their
-// room. An image is reclaimable when purlin_run alone reads it and no CUDA
-// graph holds it: a graph may replay it at any time, so a launch during a
-// capture pins its image for the rank's life (as do the copy engine's and
-// a split epilogue's kernels, which read it too). Idle means not launched
-// since the last reclaim looked, and every launched block ended: each
-// launch is counted (imageCounts, launch.h purlin_launch) and each block of
-// purlin_run counts itself in the image's header once it has read the last
-// of it (csrc/run.cu: at its start where its steps fit one batch, else at
-// its end), so an image whose header holds its launches times its workers
-// is read by no kernel, queued or running.
+// room. An image is reclaimable when no CUDA graph holds it: a graph may
+// replay it at any time, so a launch during a capture pins its image for
+// the rank's life (as the copy engine's Plans are, whose stream operations
+// read it too). Idle means not launched since the last reclaim looked, and
+// every launched block done with it: each launch is counted (imageCounts,
+// launch.h purlin_launch) and each block of purlin_run and of
+// purlin_epilogue counts itself in the image's header once it has read the
+// last of it (csrc/run.cu: purlin_run at its start where its steps fit one
+// batch, else at its end), so an image whose header holds its launches
+// times their blocks (devicePlan.blocks) is read by no kernel, queued or
+// running.
 type plans struct {
 	cache    sync.Map // *snac.Plan -> *devicePlan
 	mu       sync.Mutex
@@ -202,10 +202,9 @@ func copyImage(ptr devicePtr, b []byte, copies cuStream) error {
 	return copyToDevice(ptr+imageHeader, b, copies)
 }
 
-// reclaimable reports whether purlin_run alone reads d's image.
-func (d *devicePlan) reclaimable() bool {
-	return d.engine == nil && (d.epilogueSplit <= 1 || d.epilogue == [MaxBuffers]spec.EpilogueKind{})
-}
+// reclaimable reports whether kernels alone read d's image, each block
+// counting itself: not the copy engine.
+func (d *devicePlan) reclaimable() bool { return d.engine == nil }
 
 func (c *plans) limit() uintptr { return cmp.Or(c.budget, planBudget) }
 
@@ -243,7 +242,7 @@ func (c *plans) settled(d *devicePlan, copies cuStream) bool {
 		return true // pinned
 	}
 	n := launched.Load()
-	if ended, err := endedBlocks(d, copies); err != nil || ended != n*uint64(d.nworkers) {
+	if ended, err := endedBlocks(d, copies); err != nil || ended != n*d.blocks {
 		state.Store(imageLive)
 		d.seen = n
 		return false

@@ -12,8 +12,8 @@ import (
 
 // imageRig uploads 8-rank AllReduce Plans (33-820 KB images) into a model
 // device and plays the kernels that read them: run counts a launch as
-// purlin_launch does, end adds its blocks to the image's header as
-// purlin_run's blocks do when they end.
+// purlin_launch does, end adds its blocks to the image's header as the
+// blocks of purlin_run (and purlin_epilogue) do when done with it.
 type imageRig struct {
 	t      *testing.T
 	m      *modelDevice
@@ -56,7 +56,7 @@ func (r *imageRig) run(d *devicePlan) {
 
 func (r *imageRig) end(d *devicePlan) {
 	h := r.m.at(d.base, 8)
-	binary.LittleEndian.PutUint64(h, binary.LittleEndian.Uint64(h)+uint64(d.nworkers))
+	binary.LittleEndian.PutUint64(h, binary.LittleEndian.Uint64(h)+d.blocks)
 }
 
 // intact fails unless d's image is still in place and named by p.
@@ -128,9 +128,10 @@ func TestPlanImagesInUseStay(t *testing.T) {
 	require.Zero(t, binary.LittleEndian.Uint64(r.m.at(again.base, 8)), "a fresh header")
 }
 
-// TestPlanImagesPinnedWhenNotReclaimable: images read by more than
-// purlin_run (a split epilogue, the copy engine) stay: no counts.
-func TestPlanImagesPinnedWhenNotReclaimable(t *testing.T) {
+// TestPlanImagesOfTwoKernels: a split epilogue's image is reclaimable, its
+// blocks those of both kernels (each counts itself); a copy engine's Plan,
+// whose stream operations read the image too, stays: no counts.
+func TestPlanImagesOfTwoKernels(t *testing.T) {
 	r := newImageRig(t, 1<<20)
 	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 4096 * 4096,
 		Epilogue: spec.Epilogue{Kind: spec.EpilogueRMSNorm, Hidden: 4096, Eps: 1e-6}, Rank: 0, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
@@ -138,8 +139,17 @@ func TestPlanImagesPinnedWhenNotReclaimable(t *testing.T) {
 	require.NoError(t, err)
 	d := r.upload(p)
 	require.Greater(t, d.epilogueSplit, uint32(1), "an epilogue of its own kernel")
+	require.NotNil(t, d.counts)
+	require.Equal(t, uint64(d.nworkers)*uint64(1+d.epilogueSplit), d.blocks, "purlin_run's and purlin_epilogue's")
+
+	call = &spec.Call{Coll: spec.AllGather, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: 16 << 20,
+		Rank: 0, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
+	p, err = snac.Build(call, Topology(2, 0).WithEngine(1<<20, 2, 16<<20))
+	require.NoError(t, err)
+	d = r.upload(p)
+	require.NotNil(t, d.engine, "a copy engine's Plan")
 	require.Nil(t, d.counts)
-	require.Empty(t, r.c.evictable)
+	require.Len(t, r.c.evictable, 1)
 }
 
 // TestPlanPointersBoundedByBytes: the pointer map keeps the Plans it names

@@ -143,6 +143,7 @@ func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epi
 	if epilogue <= 1 {
 		return nil
 	}
+	// The launch above counted for both kernels (devicePlan.blocks).
 	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.pdl, nil); res != cuSuccess {
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank, " epilogue")
 	}

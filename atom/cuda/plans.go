@@ -39,12 +39,14 @@ type devicePlan struct {
 	kernel   bool // purlin_run runs some of the Plan's workers (always, without engine)
 
 	// Where the image lies and how long it stays (images.go): its
-	// allocation, header included; its bytes' hash; its counts (nil: it
-	// stays while the rank lives); the launches the last reclaim saw; and
-	// the Plan pointers that name it in plans.cache.
+	// allocation, header included; its bytes' hash; the blocks a launch
+	// counts in its header; its counts (nil: it stays while the rank
+	// lives); the launches the last reclaim saw; and the Plan pointers that
+	// name it in plans.cache.
 	base   devicePtr
 	size   uintptr
 	key    uint64
+	blocks uint64 // the blocks of the kernels a launch runs on it
 	counts *imageCounts
 	seen   uint64
 	names  []*snac.Plan
@@ -298,6 +300,10 @@ func (d *devicePlan) place(base uint64, p *snac.Plan) {
 		}
 	}
 	d.epilogueSplit = epilogueSplitOf(p)
+	d.blocks = uint64(len(p.Workers)) // purlin_run's
+	if d.epilogue != [MaxBuffers]spec.EpilogueKind{} && d.epilogueSplit > 1 {
+		d.blocks += uint64(len(p.Workers)) * uint64(d.epilogueSplit) // purlin_epilogue's
+	}
 	d.steps = base
 	d.workers = base + uint64(len(p.Steps))*uint64(unsafe.Sizeof(snac.Step{}))
 	d.fill = d.workers + uint64(len(p.Workers))*uint64(unsafe.Sizeof(snac.Worker{}))
