@@ -174,3 +174,37 @@ func TestPlanPointersBoundedByBytes(t *testing.T) {
 	again := r.upload(r.plan(1 << 20))
 	require.Equal(t, uint64(imagePinned), again.counts.status().Load(), "the first image, found by its bytes")
 }
+
+// TestPlanRoomJoins: freed ranges join their neighbours in the same chunk,
+// never across chunks (two allocations that happen to touch), and a claim
+// takes the first range that holds it.
+func TestPlanRoomJoins(t *testing.T) {
+	m := useModelDevice(t, 0x51)
+	var c plans
+	require.NoError(t, c.grow(4096))
+	m.next = c.chunks[0].ptr + 4096 // the next allocation touches the first
+	require.NoError(t, c.grow(4096))
+	require.Equal(t, c.chunks[0].ptr+4096, c.chunks[1].ptr, "chunks that touch")
+	require.Len(t, c.spare, 2, "touching chunks stay apart")
+
+	var got []devicePtr
+	for range 4 {
+		p, err := c.claim(1024)
+		require.NoError(t, err)
+		got = append(got, p)
+	}
+	require.Len(t, c.spare, 1, "the first chunk is full")
+	c.release(got[1], 1024)
+	c.release(got[3], 1024)
+	require.Len(t, c.spare, 3)
+	p, err := c.claim(2048)
+	require.NoError(t, err)
+	require.Equal(t, c.chunks[1].ptr, p, "no range of the first chunk holds 2048")
+	c.release(got[2], 1024) // joins got[1] and got[3]: 3072 bytes
+	require.Equal(t, span{ptr: got[1], size: 3072, chunk: 0}, c.spare[0])
+	c.release(got[0], 1024)
+	require.Equal(t, span{ptr: got[0], size: 4096, chunk: 0}, c.spare[0], "the whole first chunk")
+	c.release(p, 2048)
+	require.Len(t, c.spare, 2, "each chunk whole, apart")
+	require.Equal(t, uintptr(4096), c.spare[1].size)
+}
