@@ -1,6 +1,7 @@
 package snac_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,6 +36,30 @@ func TestEveryRegimeIsReached(t *testing.T) {
 	}
 	for r := snac.RegimeEmpty; r <= snac.RegimeRing; r++ {
 		require.True(t, seen[r], "regime %s never reached", r)
+	}
+}
+
+// TestBuildsShareNoSteps: a Plan owns its steps; the lists a Build used,
+// which later Builds reuse (builder.recycle), are not in it.
+func TestBuildsShareNoSteps(t *testing.T) {
+	topo := snac.Topology{NRanks: 8, Workers: 64, StageHalf: 1 << 20, P2PHalf: 1 << 18, PacketMax: 16 << 10, ChunkMax: 64 << 10}
+	build := func(count uint64, coll spec.Collective) *snac.Plan {
+		call := &spec.Call{Coll: coll, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: count, NRanks: 8, Send: 1 << 40, Recv: 2 << 40}
+		p, err := snac.Build(call, topo)
+		require.NoError(t, err)
+		return p
+	}
+	var plans []*snac.Plan
+	var kept [][]snac.Step
+	for i, count := range []uint64{1 << 20, 3 << 18, 5000, 1 << 21, 77, 1 << 20} {
+		p := build(count, []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter}[i%3])
+		plans, kept = append(plans, p), append(kept, slices.Clone(p.Steps))
+	}
+	for i := range 20 {
+		build(uint64(1<<19+4096*i), spec.AllReduce)
+	}
+	for i, p := range plans {
+		require.Equal(t, kept[i], p.Steps, "Plan %d after later Builds", i)
 	}
 }
 

@@ -1,6 +1,10 @@
 package snac
 
-import "purlin/spec"
+import (
+	"sync"
+
+	"purlin/spec"
+)
 
 // builder accumulates the steps of one rank's Plan, worker by worker, and
 // knows how this rank addresses staging, packets and flags on its channel.
@@ -47,9 +51,31 @@ type builder struct {
 }
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
-	return &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
+	b := &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
 		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c, t), packetMax: packetLimit(c, t),
 		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
+	for w := range b.steps {
+		if v, ok := workerSteps.Get().(*[]Step); ok {
+			b.steps[w] = (*v)[:0]
+		}
+	}
+	return b
+}
+
+// workerSteps holds the builders' per-worker lists between Builds: plan
+// copies them into the Plan, and a large Plan's lists (a ring's are MBs)
+// would otherwise be grown from nothing, copied at every growth, by each
+// Build of a new size.
+var workerSteps sync.Pool
+
+// recycle returns b's lists to workerSteps; nothing may use them after.
+func (b *builder) recycle() {
+	for w, steps := range b.steps {
+		if cap(steps) > 0 {
+			workerSteps.Put(&steps)
+		}
+		b.steps[w] = nil
+	}
 }
 
 // others are the ranks other than this one, in rank order.
@@ -208,5 +234,6 @@ func (b *builder) plan(regime Regime) *Plan {
 		}
 		p.Workers = append(p.Workers, wk)
 	}
+	b.recycle()
 	return p
 }
