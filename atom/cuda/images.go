@@ -209,16 +209,22 @@ func (d *devicePlan) reclaimable() bool { return d.engine == nil }
 func (c *plans) limit() uintptr { return cmp.Or(c.budget, planBudget) }
 
 // reclaim frees idle reclaimable images, oldest first, until their room
-// is at most half the budget or none is left to look at; the caller holds
-// mu and has ctx current.
+// is at most half the budget, none is left to look at, or it has read
+// maxHeaderReads headers (each a copy from the device, waited for: a pass
+// of small images would otherwise stall one call for milliseconds; the
+// next uploads go on); the caller holds mu and has ctx current.
 func (c *plans) reclaim(copies cuStream) {
-	keep := c.evictable[:0]
+	keep, reads := c.evictable[:0], 0
 	for i, d := range c.evictable {
-		if c.evictableBytes <= c.limit()/2 {
+		if c.evictableBytes <= c.limit()/2 || reads == maxHeaderReads {
 			keep = append(keep, c.evictable[i:]...)
 			break
 		}
-		if c.settled(d, copies) {
+		left, read := c.settle(d, copies)
+		if read {
+			reads++
+		}
+		if left {
 			c.evictableBytes -= d.size
 		} else {
 			keep = append(keep, d)
@@ -228,28 +234,32 @@ func (c *plans) reclaim(copies cuStream) {
 	c.evictable = keep
 }
 
-// settled reports whether d leaves the reclaimable images: pinned, or
-// idle and freed now. The mark comes before the count is read: a launch
-// that counted itself after the read sees the mark and backs off
-// (purlin_launch), and one counted before it is in the count.
-func (c *plans) settled(d *devicePlan, copies cuStream) bool {
+// maxHeaderReads bounds the headers one reclaim reads.
+const maxHeaderReads = 16
+
+// settle reports whether d leaves the reclaimable images (pinned, or idle
+// and freed now), and whether it read d's header to tell. The mark comes
+// before the count is read: a launch that counted itself after the read
+// sees the mark and backs off (purlin_launch), and one counted before it
+// is in the count.
+func (c *plans) settle(d *devicePlan, copies cuStream) (left, read bool) {
 	state, launched := d.counts.status(), d.counts.launches()
 	if n := launched.Load(); n != d.seen {
 		d.seen = n // launched since the last look: kept another round
-		return state.Load() == imagePinned
+		return state.Load() == imagePinned, false
 	}
 	if !state.CompareAndSwap(imageLive, imageRetired) {
-		return true // pinned
+		return true, false // pinned
 	}
 	n := launched.Load()
 	if ended, err := endedBlocks(d, copies); err != nil || ended != n*d.blocks {
 		state.Store(imageLive)
 		d.seen = n
-		return false
+		return false, true
 	}
 	state.Store(imageFreed)
 	c.drop(d)
-	return true
+	return true, true
 }
 
 // endedBlocks reads the count in d's header: the blocks of purlin_run done

@@ -3,6 +3,7 @@ package cuda
 import (
 	"encoding/binary"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -207,4 +208,29 @@ func TestPlanRoomJoins(t *testing.T) {
 	c.release(p, 2048)
 	require.Len(t, c.spare, 2, "each chunk whole, apart")
 	require.Equal(t, uintptr(4096), c.spare[1].size)
+}
+
+// TestPlanReclaimReadsFewHeaders: one upload reads at most maxHeaderReads
+// headers (each a wait for the device), however many idle images are over
+// the budget; the uploads after it free the rest.
+func TestPlanReclaimReadsFewHeaders(t *testing.T) {
+	r := newImageRig(t, 1<<30)
+	reads := 0
+	read := driver.MemcpyDtoHAsync
+	driver.MemcpyDtoHAsync = func(dst unsafe.Pointer, src devicePtr, size uintptr, s cuStream) cuResult {
+		reads++
+		return read(dst, src, size, s)
+	}
+	for i := range 100 { // 33-66 KB images, never launched: idle
+		r.upload(r.plan(uint64(8192 + 64*i)))
+	}
+	require.Zero(t, reads)
+	r.c.budget = 64 << 10
+	r.upload(r.plan(1<<13 + 16))
+	require.Equal(t, maxHeaderReads, reads, "one upload's reads")
+	require.Len(t, r.c.evictable, 101-maxHeaderReads, "as many freed")
+	for i := range 20 {
+		r.upload(r.plan(uint64(1<<13 + 32 + i)))
+	}
+	require.LessOrEqual(t, placed(&r.c), uintptr(4*64<<10), "the rest freed by the uploads after")
 }
