@@ -34,7 +34,8 @@ import (
 //
 // Images are reclaimed, so that a program that calls with ever new sizes
 // (a server's prefill, one size per batch) holds a bounded amount of them:
-// once the reclaimable ones pass planBudget bytes, an upload frees the
+// once the reclaimable ones pass the budget (PURLIN_PLAN_BYTES, else
+// planBudget), an upload frees the
 // oldest idle ones, down to half of it, and places new images in their
 // room. An image is reclaimable when no CUDA graph holds it: a graph may
 // replay it at any time, so a launch during a capture pins its image for
@@ -87,8 +88,8 @@ const (
 	// planBudget is the room of reclaimable images past which an upload
 	// reclaims idle ones.
 	planBudget = 64 << 20
-	// imageHeader is the bytes before an image's steps: the count of
-	// purlin_run's blocks done reading it (csrc/plan.cuh kImageHeader).
+	// imageHeader is the bytes before an image's steps: the count of the
+	// kernels' blocks done reading it (csrc/plan.cuh kImageHeader).
 	imageHeader = 16
 )
 
@@ -132,8 +133,8 @@ func (c *plans) lookup(p *snac.Plan) *devicePlan {
 // the capture, so the thread steps into relaxed capture mode for them (in
 // global or thread-local mode they are "potentially unsafe" calls that would
 // invalidate the capture), as the graph then reads the Plan at every replay
-// from device memory that lives as long as the rank. There is no limit on
-// how many new shapes a capture may hold.
+// from device memory that lives as long as the rank (the launch pins it).
+// There is no limit on how many new shapes a capture may hold.
 func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
