@@ -208,7 +208,7 @@ func placed(c *plans) uintptr {
 	var n uintptr
 	for _, list := range c.images {
 		for _, img := range list {
-			n += imageHeader + uintptr(len(img.bytes)+15)&^15
+			n += imageHeader + uintptr(img.n+15)&^15
 		}
 	}
 	return n
@@ -258,6 +258,20 @@ func TestPlanCopiesByContent(t *testing.T) {
 	require.Equal(t, want, placed(&c), "one device copy per distinct Plan")
 	require.Len(t, m.mem, 1, "all in the first chunk")
 	require.LessOrEqual(t, c.pointers, maxPointers)
+
+	// The host keeps no bytes: a twin is found by its hash and checked
+	// against the device copy, which a copy whose bytes differ fails.
+	c.forget()
+	d, err := c.upload(build(1<<20), copies)
+	require.NoError(t, err)
+	image, err := planBytes(build(1 << 20))
+	require.NoError(t, err)
+	m.at(devicePtr(d.steps)+devicePtr(len(image)-1), 1)[0] ^= 1
+	c.forget()
+	other, err := c.upload(build(1<<20), copies)
+	require.NoError(t, err)
+	require.NotSame(t, d, other, "not the copy whose bytes differ")
+	require.Equal(t, -1, m.stale(devicePtr(other.steps), image), "a copy of its own")
 }
 
 // TestPlansAllocateOnlyToGrow: a rank's Plan images lie in chunks allocated

@@ -17,9 +17,10 @@ import (
 // a pointer names one immutable Plan. Lookups are lock-free (sync.Map); a
 // miss uploads under mu.
 //
-// Device copies are also kept by content: a Plan built again for a shape
-// whose Plan comm's cache had dropped (a program cycling through more shapes
-// than that cache holds) finds the copy its twin left and uploads nothing.
+// Device copies are also kept by content (a hash of their bytes): a Plan
+// built again for a shape whose Plan comm's cache had dropped (a program
+// cycling through more shapes than that cache holds) finds the copy its
+// twin left and uploads nothing.
 // The pointer map is emptied when it holds maxPointers, or Plans of
 // maxNamedBytes, so Plans comm's cache dropped are not kept alive by it.
 //
@@ -68,6 +69,9 @@ type plans struct {
 	// counts are every reclaimable image's, freed with the rank: a C
 	// record may name an image's counts after it is freed.
 	counts []*imageCounts
+	// scratch is where an upload encodes its image (appendPlan), kept for
+	// the next. Guarded by mu.
+	scratch []byte
 }
 
 // span is a range of device memory in chunks[chunk].
@@ -95,13 +99,17 @@ const (
 
 var zeroHeader [imageHeader]byte
 
-// deviceImage is one device copy and the bytes it holds. Two Plans of equal
-// bytes and worker count have equal steps too (the image's length fixes
-// them), so they share a copy.
+// deviceImage is one device copy and its length: the host keeps no copy of
+// its bytes (holds reads them back). Two Plans of equal bytes and worker
+// count have equal steps too (the image's length fixes them), so they share
+// a copy.
 type deviceImage struct {
-	bytes []byte
-	plan  *devicePlan
+	n    int
+	plan *devicePlan
 }
+
+// maxScratch is the largest buffer an upload keeps for the next one.
+const maxScratch = 4 << 20
 
 // maxPointers and maxNamedBytes bound the Plan pointers plans keeps, and
 // their Plans' bytes (comm's cache holds 256 Plans a rank and 256 MiB of
@@ -141,16 +149,17 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if d := c.lookup(p); d != nil {
 		return d, nil
 	}
-	b, err := planBytes(p)
+	b, err := appendPlan(c.scratch, p)
 	if err != nil {
 		return nil, err
 	}
+	defer c.keepScratch(b)
 	if c.pointers >= maxPointers || c.named >= cmp.Or(c.maxNamed, maxNamedBytes) {
 		c.forget()
 	}
 	key := maphash.Bytes(imageSeed, b)
 	for _, img := range c.images[key] {
-		if img.plan.nworkers == uint32(len(p.Workers)) && bytes.Equal(img.bytes, b) {
+		if img.plan.nworkers == uint32(len(p.Workers)) && img.n == len(b) && c.holds(img.plan, b, copies) {
 			c.remember(p, img.plan)
 			return img.plan, nil
 		}
@@ -189,9 +198,28 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if c.images == nil {
 		c.images = map[uint64][]*deviceImage{}
 	}
-	c.images[key] = append(c.images[key], &deviceImage{bytes: b, plan: d})
+	c.images[key] = append(c.images[key], &deviceImage{n: len(b), plan: d})
 	c.remember(p, d)
 	return d, nil
+}
+
+// keepScratch keeps b's memory for the next upload's image, unless it is
+// large (a ring's, built anew for each size anyway).
+func (c *plans) keepScratch(b []byte) {
+	c.scratch = nil
+	if cap(b) <= maxScratch {
+		c.scratch = b[:0]
+	}
+}
+
+// holds reports whether d's image is b: a copy back from the device (the
+// hash said it is, and is wrong once in 2^64).
+func (c *plans) holds(d *devicePlan, b []byte, copies cuStream) bool {
+	got := make([]byte, len(b))
+	if r := driver.MemcpyDtoHAsync(unsafe.Pointer(&got[0]), devicePtr(d.steps), uintptr(len(b)), copies); r != cuSuccess {
+		return false
+	}
+	return driver.StreamSynchronize(copies) == cuSuccess && bytes.Equal(got, b)
 }
 
 // copyImage writes a zero header and then b at ptr, on copies, and waits

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 
 	"purlin/errs"
@@ -65,7 +66,11 @@ const (
 )
 
 // planBytes encodes plan's device image, checking what the kernel relies on.
-func planBytes(p *snac.Plan) ([]byte, error) {
+func planBytes(p *snac.Plan) ([]byte, error) { return appendPlan(nil, p) }
+
+// appendPlan is planBytes into dst's memory where it has room (an upload's
+// buffer, reused from one upload to the next).
+func appendPlan(dst []byte, p *snac.Plan) ([]byte, error) {
 	nw, ns := len(p.Workers), len(p.Steps)
 	if nw > snac.MaxWorkers {
 		return nil, errs.New(errs.ErrInternal, "cuda plan: %d workers, at most %d", nw, snac.MaxWorkers)
@@ -114,7 +119,7 @@ func planBytes(p *snac.Plan) ([]byte, error) {
 		}
 	}
 	const stepSize, workerSize = int(unsafe.Sizeof(snac.Step{})), int(unsafe.Sizeof(snac.Worker{}))
-	b := make([]byte, 0, ns*stepSize+nw*workerSize+2*nw+3+4*nw)
+	b := slices.Grow(dst[:0], ns*stepSize+nw*workerSize+2*nw+3+4*nw)
 	if ns > 0 {
 		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&steps[0])), ns*stepSize)...)
 	}
