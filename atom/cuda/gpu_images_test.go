@@ -23,7 +23,7 @@ func TestGPUPlanImagesReclaimed(t *testing.T) {
 	g.plans.mu.Unlock()
 	input, send, recv := copyBuffers(t, g, 7, workers*(fewest+rounds+2)*piece, rounds+2)
 
-	graphs := make([]uintptr, 2)
+	graphs, pinned := make([]uintptr, 2), make([]*devicePlan, 2)
 	for i, warm := range []bool{false, true} {
 		p := copyPlan(workers, fewest+rounds+i, piece) // steps no round's Plan has
 		bufs := []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv[rounds+i])}}
@@ -31,9 +31,9 @@ func TestGPUPlanImagesReclaimed(t *testing.T) {
 			require.NoError(t, g.Launch(p, bufs, uintptr(g.stream)))
 		}
 		graphs[i] = g.captureLaunch(t, p, bufs)
-		d := g.plans.lookup(p)
-		require.NotNil(t, d)
-		require.Equal(t, uint64(imagePinned), d.counts.status().Load(), "a graph's image (warm %v)", warm)
+		pinned[i] = g.plans.lookup(p)
+		require.NotNil(t, pinned[i])
+		require.Equal(t, uint64(imagePinned), pinned[i].counts.status().Load(), "a graph's image (warm %v)", warm)
 	}
 	g.sync(t)
 
@@ -58,6 +58,13 @@ func TestGPUPlanImagesReclaimed(t *testing.T) {
 	// most), and the room freed may be too fragmented for the next.
 	require.LessOrEqual(t, held, uintptr(budget+batch*180<<10), "images held")
 	require.LessOrEqual(t, grown, 2, "new images in freed room")
+
+	// A twin of a graph's Plan (built again: another pointer) finds its
+	// copy by content, checked against the device's bytes.
+	twin := copyPlan(workers, fewest+rounds, piece)
+	require.NoError(t, g.Launch(twin, []atom.Buffers{{Send: uintptr(send), Recv: uintptr(recv[rounds])}}, uintptr(g.stream)))
+	require.Same(t, pinned[0], g.plans.lookup(twin), "the graph's copy")
+	g.sync(t)
 
 	for i := range graphs {
 		g.upload(t, recv[rounds+i], make([]byte, len(input))) // what the graph writes, cleared
