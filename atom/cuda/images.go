@@ -180,6 +180,13 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		c.reclaim(copies)
 	}
 	ptr, err := c.claim(size)
+	if err != nil && len(c.evictable) > 0 {
+		// No room for a new chunk (the caller's memory fills the GPU, as a
+		// server's KV cache does): every idle image goes, and the new one
+		// takes their room if it fits there.
+		c.reclaimTo(0, len(c.evictable), true, copies)
+		ptr, err = c.claim(size)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -242,16 +249,24 @@ func (c *plans) limit() uintptr { return cmp.Or(c.budget, planBudget) }
 // maxHeaderReads headers (each a copy from the device, waited for: a pass
 // of small images would otherwise stall one call for milliseconds; the
 // next uploads go on); the caller holds mu and has ctx current.
-func (c *plans) reclaim(copies cuStream) {
-	keep, reads := c.evictable[:0], 0
+func (c *plans) reclaim(copies cuStream) { c.reclaimTo(c.limit()/2, maxHeaderReads, false, copies) }
+
+// reclaimTo is reclaim down to target bytes, reading at most reads
+// headers; with every set, images launched since the last look are looked
+// at too (the device has no room for a new chunk).
+func (c *plans) reclaimTo(target uintptr, reads int, every bool, copies cuStream) {
+	keep := c.evictable[:0]
 	for i, d := range c.evictable {
-		if c.evictableBytes <= c.limit()/2 || reads == maxHeaderReads {
+		if c.evictableBytes <= target || reads == 0 {
 			keep = append(keep, c.evictable[i:]...)
 			break
 		}
+		if every {
+			d.seen = d.counts.launches().Load()
+		}
 		left, read := c.settle(d, copies)
 		if read {
-			reads++
+			reads--
 		}
 		if left {
 			c.evictableBytes -= d.size

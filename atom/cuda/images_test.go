@@ -234,3 +234,40 @@ func TestPlanReclaimReadsFewHeaders(t *testing.T) {
 	}
 	require.LessOrEqual(t, placed(&r.c), uintptr(4*64<<10), "the rest freed by the uploads after")
 }
+
+// TestPlanImagesWhenTheGPUIsFull: where the device has no memory for
+// another chunk (a server's KV cache fills the GPU), an upload frees every
+// idle image, recently launched ones too, and takes their room, under the
+// budget or not; an image still running stays, and only an image that fits
+// nowhere fails, with the driver's error.
+func TestPlanImagesWhenTheGPUIsFull(t *testing.T) {
+	r := newImageRig(t, 1<<30)
+	alloc := driver.MemAlloc
+	driver.MemAlloc = func(p *devicePtr, size uintptr) cuResult { return cuErrorOutOfMemoryForTest }
+	var busy *devicePlan
+	var busyPlan *snac.Plan
+	uploads := 0
+	for i := range 400 { // 33-66 KB images: far more than the first chunk holds
+		p := r.plan(uint64(8192 + 64*i))
+		d := r.upload(p)
+		uploads++
+		r.run(d)
+		if i == 0 {
+			busy, busyPlan = d, p // never ends
+			continue
+		}
+		r.end(d)
+	}
+	require.Len(t, r.c.chunks, 1, "the first chunk only")
+	r.intact(busyPlan, busy, "still running")
+
+	driver.MemAlloc = alloc
+	huge := r.plan(64 << 20) // 2 MB: more than the first chunk
+	driver.MemAlloc = func(p *devicePtr, size uintptr) cuResult { return cuErrorOutOfMemoryForTest }
+	_, err := r.c.upload(huge, r.copies)
+	require.ErrorContains(t, err, "cuMemAlloc")
+	r.intact(busyPlan, busy, "still running")
+}
+
+// cuErrorOutOfMemoryForTest is CUDA_ERROR_OUT_OF_MEMORY (cuda.h).
+const cuErrorOutOfMemoryForTest cuResult = 2
