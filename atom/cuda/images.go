@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"purlin/config"
 	"purlin/snac"
 )
 
@@ -184,8 +185,11 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		// No room for a new chunk (the caller's memory fills the GPU, as a
 		// server's KV cache does): every idle image goes, and the new one
 		// takes their room if it fits there.
+		full, held := err, c.evictableBytes
 		c.reclaimTo(0, len(c.evictable), true, copies)
-		ptr, err = c.claim(size)
+		if ptr, err = c.claim(size); err == nil {
+			config.Warnf("Plan images: %v; freed idle images (%d of %d bytes left) and placed a new one of %d bytes in their room", full, c.evictableBytes, held, size)
+		}
 	}
 	if err != nil {
 		return nil, err
