@@ -11,7 +11,8 @@ import (
 // Cache keeps Plans per call shape, so a repeated call skips Build. It holds
 // at most its capacity of Plans, and of their bytes (Plan.Bytes: a ring's
 // Plan grows with its message, to 30 MB for 1 GiB on 8 ranks), and drops the
-// least recently used ones past either; the most recent stays whatever its size. It is safe for concurrent use; a hit allocates nothing, and a call
+// least recently used ones past either; the most recent stays whatever its
+// size. It is safe for concurrent use; a hit allocates nothing, and a call
 // of the same shape as the one before it (a loop of one collective, the
 // common case) takes no lock either. Cached Plans are shared: callers must
 // not modify them.

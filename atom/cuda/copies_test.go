@@ -202,13 +202,13 @@ func TestPlansFirstSeenDuringCapture(t *testing.T) {
 	require.Greater(t, total, 28<<20, "over 28 MiB of Plans")
 }
 
-// placed is the bytes of the device copies c holds, each with its header
-// and rounded to 16 as upload places it.
+// placed is the room of the device copies c holds, each with its header
+// and rounded to 16 as upload places it (devicePlan.size).
 func placed(c *plans) uintptr {
 	var n uintptr
 	for _, list := range c.images {
-		for _, img := range list {
-			n += imageHeader + uintptr(img.n+15)&^15
+		for _, d := range list {
+			n += d.size
 		}
 	}
 	return n

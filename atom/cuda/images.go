@@ -21,8 +21,7 @@ import (
 // Device copies are also kept by content (a hash of their bytes): a Plan
 // built again for a shape whose Plan comm's cache had dropped (a program
 // cycling through more shapes than that cache holds) finds the copy its
-// twin left and uploads nothing.
-// The pointer map is emptied when it holds maxPointers, or Plans of
+// twin left and uploads nothing. The pointer map is emptied when it holds maxPointers, or Plans of
 // maxNamedBytes, so Plans comm's cache dropped are not kept alive by it.
 //
 // Images lie in chunks of device memory allocated ahead of them: the first
@@ -37,9 +36,8 @@ import (
 // Images are reclaimed, so that a program that calls with ever new sizes
 // (a server's prefill, one size per batch) holds a bounded amount of them:
 // once the reclaimable ones pass the budget (PURLIN_PLAN_BYTES, else
-// planBudget), an upload frees the
-// oldest idle ones, down to half of it, and places new images in their
-// room. An image is reclaimable when no CUDA graph holds it: a graph may
+// planBudget), an upload frees the oldest idle ones, down to half of it,
+// and places new images in their room. An image is reclaimable when no CUDA graph holds it: a graph may
 // replay it at any time, so a launch during a capture pins its image for
 // the rank's life (as the copy engine's Plans are, whose stream operations
 // read it too). Idle means not launched since the last reclaim looked, and
@@ -53,10 +51,10 @@ import (
 type plans struct {
 	cache    sync.Map // *snac.Plan -> *devicePlan
 	mu       sync.Mutex
-	pointers int                       // entries in cache; guarded by mu
-	named    uint64                    // the bytes of their Plans (snac.Plan.Bytes); guarded by mu
-	maxNamed uint64                    // replaces maxNamedBytes where set (a test's)
-	images   map[uint64][]*deviceImage // the device copies, by a hash of their bytes; guarded by mu
+	pointers int                      // entries in cache; guarded by mu
+	named    uint64                   // the bytes of their Plans (snac.Plan.Bytes); guarded by mu
+	maxNamed uint64                   // replaces maxNamedBytes where set (a test's)
+	images   map[uint64][]*devicePlan // the device copies, by a hash of their bytes; guarded by mu
 	// chunks are the allocations images lie in, spare their free ranges
 	// in address order. Guarded by mu.
 	chunks []span
@@ -99,15 +97,6 @@ const (
 )
 
 var zeroHeader [imageHeader]byte
-
-// deviceImage is one device copy and its length: the host keeps no copy of
-// its bytes (holds reads them back). Two Plans of equal bytes and worker
-// count have equal steps too (the image's length fixes them), so they share
-// a copy.
-type deviceImage struct {
-	n    int
-	plan *devicePlan
-}
 
 // maxScratch is the largest buffer an upload keeps for the next one.
 const maxScratch = 4 << 20
@@ -158,11 +147,14 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if c.pointers >= maxPointers || c.named >= cmp.Or(c.maxNamed, maxNamedBytes) {
 		c.forget()
 	}
-	key := maphash.Bytes(imageSeed, b)
-	for _, img := range c.images[key] {
-		if img.plan.nworkers == uint32(len(p.Workers)) && img.n == len(b) && c.holds(img.plan, b, copies) {
-			c.remember(p, img.plan)
-			return img.plan, nil
+	// The host keeps no copy of an image's bytes: holds reads them back.
+	// Two Plans of equal bytes and worker count have equal steps too (the
+	// image's length fixes them), so they share a copy.
+	key, size := maphash.Bytes(imageSeed, b), imageHeader+uintptr(len(b)+15)&^15
+	for _, twin := range c.images[key] {
+		if twin.nworkers == uint32(len(p.Workers)) && twin.size == size && c.holds(twin, b, copies) {
+			c.remember(p, twin)
+			return twin, nil
 		}
 	}
 	d := &devicePlan{key: key}
@@ -176,7 +168,6 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
 	}
 	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
-	size := imageHeader + uintptr(len(b)+15)&^15
 	if c.evictableBytes+size > c.limit() {
 		c.reclaim(copies)
 	}
@@ -207,9 +198,9 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		c.evictableBytes += size
 	}
 	if c.images == nil {
-		c.images = map[uint64][]*deviceImage{}
+		c.images = map[uint64][]*devicePlan{}
 	}
-	c.images[key] = append(c.images[key], &deviceImage{n: len(b), plan: d})
+	c.images[key] = append(c.images[key], d)
 	c.remember(p, d)
 	return d, nil
 }
@@ -310,7 +301,7 @@ func (c *plans) settle(d *devicePlan, copies cuStream) (left, read bool) {
 	return true, true
 }
 
-// endedBlocks reads the count in d's header: the blocks of purlin_run done
+// endedBlocks reads the count in d's header: the kernels' blocks done
 // reading it.
 func endedBlocks(d *devicePlan, copies cuStream) (uint64, error) {
 	var n uint64
@@ -329,7 +320,7 @@ func (c *plans) drop(d *devicePlan) {
 		}
 	}
 	d.names = nil
-	list := slices.DeleteFunc(c.images[d.key], func(img *deviceImage) bool { return img.plan == d })
+	list := slices.DeleteFunc(c.images[d.key], func(twin *devicePlan) bool { return twin == d })
 	if len(list) == 0 {
 		delete(c.images, d.key)
 	} else {
@@ -428,8 +419,8 @@ func (c *plans) forget() {
 	c.cache.Clear()
 	c.pointers, c.named = 0, 0
 	for _, list := range c.images {
-		for _, img := range list {
-			img.plan.names = nil
+		for _, d := range list {
+			d.names = nil
 		}
 	}
 }

@@ -7,16 +7,17 @@
 
 /* purlinImage is what a launch checks of the Plan image its kernel reads
  * (atom/cuda images.go), in C memory, where a record may keep it: how many
- * times purlin_run was launched on it outside a graph capture, and its
- * state. A rank reclaims an image that is neither pinned nor busy, once
- * every block of those launches has counted itself in the image's header. */
+ * times it was launched outside a graph capture (purlin_run, with the
+ * purlin_epilogue after it, counts once), and its state. A rank reclaims an
+ * image that is neither pinned nor busy, once every block of those
+ * launches has counted itself in the image's header. */
 typedef struct {
   uint64_t launched;
   uint64_t state;
 } purlinImage;
 
 enum {
-  purlinImagePinned = 1,  /* a graph holds it, or more than purlin_run reads it: kept while the rank lives */
+  purlinImagePinned = 1,  /* a graph holds it (or a launch met a reclaim): kept while the rank lives */
   purlinImageRetired = 2, /* being reclaimed: launch nothing on it now */
   purlinImageFreed = 4,   /* reclaimed: its memory holds other images */
   purlinLaunchRetry = -1  /* nothing enqueued: the caller takes the slow path */
