@@ -34,7 +34,7 @@ constexpr uint64_t kImageHeader = 16;
 
 /** Flag kinds, as snac.FlagSlot lays out slots (snac.FlagReady ...). */
 enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kNumFlagKinds = 6 };
-enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4, kEpilogue = 5 };
+enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4, kEpilogue = 5, kRepeat = 6 };
 enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
 
 /** A byte address: base(space, rank) + off + (epoch & 1) * half. With pitch
@@ -72,7 +72,8 @@ struct Worker {
   uint32_t first;
   uint32_t count;
   uint8_t engine;  // snac.Engine: the copy engine's workers run in purlin_signals and copies (atom/cuda engine.go)
-  uint8_t pad[3];
+  uint8_t loops;   // 1: the worker's steps hold a loop, whose body run.cu loads again for each repetition
+  uint8_t pad[2];
 };
 
 /** Every rank's symmetric memory, as this rank's device addresses it. */
@@ -140,6 +141,7 @@ PURLIN_OFFSET(Worker, index, Index, 2);
 PURLIN_OFFSET(Worker, first, First, 4);
 PURLIN_OFFSET(Worker, count, Count, 8);
 PURLIN_OFFSET(Worker, engine, Engine, 12);
+PURLIN_OFFSET(Worker, loops, Loops, 13);
 
 PURLIN_SIZE(Peers, 192);
 PURLIN_SIZE(Launch, 1048);

@@ -62,6 +62,7 @@ enum Kind : uint8_t {
   kKindPacket,  // a Copy or Reduce of which some Ref is in packet space
   kKindSignal,  // a Notify or Wait
   kKindAdvance,
+  kKindRepeat,  // a loop's head (snac loop.go): its body follows
   kKindBadRef,  // a Ref outside the launch's spaces (the host checks Plans; this is the kernel's own guard)
 };
 
@@ -117,8 +118,8 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
   if (k >= held) return;
   const Step& s = batch[k];
   Decoded& d = dec[k];
-  if (s.verb == kAdvance) {
-    d.kind = kKindAdvance;
+  if (s.verb == kAdvance || s.verb == kRepeat) {
+    d.kind = s.verb == kAdvance ? kKindAdvance : kKindRepeat;
     return;
   }
   if (s.verb == kNotify || s.verb == kWait) {
@@ -139,6 +140,42 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
     }
   }
   d.kind = !ok ? kKindBadRef : packet ? kKindPacket : s.verb == kCopy ? kKindCopy : kKindReduce;
+}
+
+/** Loop is the loop (a Repeat step, snac loop.go) a block is in: its body,
+ * steps [start, end) of the worker, runs reps times, and in repetition rep
+ * its flags are rep*delta higher and its Refs in the caller's buffers
+ * rep*shift bytes on (shiftBatch). Thread 0 writes it, every thread reads
+ * it after a barrier; the run loop holds none of it in registers, which
+ * its steps need. */
+struct Loop {
+  uint32_t start, end, rep, reps;
+  int64_t delta;
+  uint64_t shift;
+};
+__shared__ Loop blockLoop;
+
+/** shiftBatch: lane k of warp 0 moves step k of a decoded batch, step
+ * first+k of the worker, to repetition blockLoop.rep of the loop, where
+ * it lies in its body: its flag's delta (in the batch) or its addresses
+ * in the caller's buffers (decoded). Out of line: the run loop calls it
+ * only for a loop's later repetitions. */
+__device__ __noinline__ void shiftBatch(Decoded* dec, Step* batch, uint32_t held, uint32_t first) {
+  const uint32_t k = threadIdx.x;
+  const Loop& loop = blockLoop;
+  if (k >= held || first + k < loop.start || first + k >= loop.end) return;
+  Step& s = batch[k];
+  Decoded& d = dec[k];
+  if (s.verb == kNotify || s.verb == kWait) {
+    s.delta += (int64_t)loop.rep * loop.delta;
+    return;
+  }
+  if (s.verb != kCopy && s.verb != kReduce) return;
+  const uint64_t shift = (uint64_t)loop.rep * loop.shift;
+  if (s.dst.space <= kSpaceRecv) d.dst[0] += shift, d.dst[1] += shift;
+  const int n = s.verb == kCopy ? 1 : s.nsrc;
+  for (int j = 0; j < n && j < kMaxSrc; j++)
+    if (s.src[j].space <= kSpaceRecv) d.src[0][j] += shift, d.src[1][j] += shift;
 }
 
 /** reducePackets runs a Reduce with reducer R of which some Ref is in packet
@@ -404,13 +441,17 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   if (threadIdx.x == 0) {
     blockLookAt = 0, blockAbort = 0, blockStopped = 0;
     blockOp = OpArgs{L.op, L.nranks, L.scalarPtr, L.scalar};
+    blockLoop.end = 0, blockLoop.rep = 0;
     if (kEpilogues) epilogueCount = epilogues;
   }
   __syncthreads();
   // A worker whose steps fit one batch has read all it reads of its image
   // (its Worker and fill too, before the barrier): the block counts itself
   // now, which overlaps the call; another counts itself at its end.
-  const bool countedNow = held == w.count && !(kEpilogues && epilogues != 0);
+  // (Not one with a loop: it loads its body again for each repetition.
+  // purlin_run_epilogue runs none, which atom/cuda sees to: looking at
+  // w.loops here made the compiler spill its step loop's state.)
+  const bool countedNow = held == w.count && (kEpilogues ? epilogues == 0 : w.loops == 0);
   if (countedNow && threadIdx.x == 0) countEnded(L);
   decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900
@@ -440,6 +481,7 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
       loadBatch(batch, steps, first, held);
       __syncthreads();
       decodeBatch(dec, batch, held, bases);
+      if (blockLoop.rep != 0 && threadIdx.x < 32) shiftBatch(dec, batch, held, first);
       __syncthreads();
       fenced = true;
     }
@@ -448,6 +490,14 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     const uint8_t kind = d.kind;
     if (kind == kKindAdvance) {  // the next call of a merged group on this channel
       epoch += kEpochAdvance;
+      i++;
+      continue;
+    }
+    if (kind == kKindRepeat) {  // a loop: its body, the slot steps after it, runs bytes times
+      const Step& s = batch[i - first];
+      if (threadIdx.x == 0) blockLoop = Loop{i + 1, i + 1 + s.slot, 0, (uint32_t)s.bytes, s.delta, s.check};
+      __syncthreads();  // every thread sees where the body ends
+      fenced = true;
       i++;
       continue;
     }
@@ -478,6 +528,18 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     }
     PURLIN_TRACE(i, 2);
     i += n;
+    if (i == blockLoop.end) {  // a loop's body ends here (atom/cuda ends signal runs at its end)
+      __syncthreads();  // thread 0's last count of repetitions is every thread's
+      const bool again = blockLoop.rep + 1 < blockLoop.reps;
+      const uint32_t start = blockLoop.start;
+      __syncthreads();  // read by every thread before thread 0 counts this one
+      fenced = true;
+      if (again) {  // past the body's end for good otherwise: i never meets it again
+        if (threadIdx.x == 0) blockLoop.rep++;
+        i = first = start;
+        held = 0;  // loaded, decoded and shifted for the repetition at the top
+      }
+    }
   }
   // Later launches of this rank read the epochs only after this one ends.
   const uint64_t advanced = epoch + kEpochAdvance;

@@ -51,7 +51,7 @@ func (b *builder) agreement(dst, body []Step) []Step {
 // or a copy or reduce that reads packets.
 func (s *Step) waitsForPeer() bool {
 	switch s.Verb {
-	case Wait:
+	case Wait, Repeat: // a loop's body waits for its chunks
 		return true
 	case Copy:
 		return s.Src[0].Space == SpacePacket

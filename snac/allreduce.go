@@ -39,7 +39,12 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 	// readsFrom reports whether rank q reads anything from rank p's slot at chunk k.
 	readsFrom := func(q, p, w, k int) bool { return nonempty(q, w, k) || nonempty(p, w, k) }
 	for w := range g.workers {
-		for k := range g.chunks(longest) {
+		whole := maxChunks
+		for q := range b.n {
+			_, size := shard(length, g.grain, b.n, q)
+			whole = min(whole, g.whole(size, w))
+		}
+		b.emitChunks(w, g.chunks(longest), whole, func(k int) {
 			if k >= g.slots {
 				for q := range b.n {
 					if q != b.me && readsFrom(q, b.me, w, k-g.slots) && (nonempty(q, w, k) || nonempty(b.me, w, k)) {
@@ -90,7 +95,7 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 					}
 				}
 			}
-		}
+		})
 	}
 }
 

@@ -48,12 +48,22 @@ type builder struct {
 	// peers push (0: every worker consumes its own part).
 	engine   bool
 	reducers int
+	// loops is set where a ring's repeating chunks may be one loop's body
+	// (emitChunks): not under an epilogue (placed after its rows' last
+	// steps, epilogue.go) or a column block's rows (a shifted row starts
+	// elsewhere in its row), nor on the copy engine.
+	loops bool
 }
+
+// loopsOff makes every Build write its chunks out, for tests that compare
+// a Plan with its loops unrolled.
+var loopsOff bool
 
 func newBuilder(c *spec.Call, t Topology, g geometry) *builder {
 	b := &builder{t: t, me: t.Rank, n: t.NRanks, g: g, steps: make([][]Step, g.workers),
 		agree: c.Coll.Rooted() && c.NRanks > 1, check: callCheck(c, t), packetMax: packetLimit(c, t),
-		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum}
+		premul: c.Coll.Reduces() && c.Op.Kind == spec.PreMulSum,
+		loops:  !loopsOff && c.Epilogue.Kind == 0 && c.InStride().Row == 0 && c.OutStride().Row == 0}
 	for w := range b.steps {
 		if v, ok := workerSteps.Get().(*[]Step); ok {
 			b.steps[w] = (*v)[:0]
@@ -235,5 +245,6 @@ func (b *builder) plan(regime Regime) *Plan {
 		p.Workers = append(p.Workers, wk)
 	}
 	b.recycle()
+	p.markLoops()
 	return p
 }

@@ -71,7 +71,8 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 
 // TestCacheBoundsBytes: past its bytes the cache drops the least recently
 // used Plans, however few it holds, but keeps the most recent one whatever
-// its size; Plans of 2 ranks grow with their size in the ring regime.
+// its size; Plans of 2 ranks grow with their size up to the ring (whose
+// loop then holds them).
 func TestCacheBoundsBytes(t *testing.T) {
 	topo, call := testTopo(2), int8Sums(2)
 	size := func(n uint64) uint64 {
@@ -79,24 +80,24 @@ func TestCacheBoundsBytes(t *testing.T) {
 		require.NoError(t, err)
 		return p.Bytes()
 	}
-	small, large := size(1<<20), size(4<<20)
+	small, large := size(16<<10), size(256<<10)
 	require.Greater(t, large, 3*small, "Plans grow with their message")
-	cache := snac.NewCache(100, large+size(1<<20+64))
-	a, _ := cache.Plan(call(1<<20), topo)
-	b, _ := cache.Plan(call(1<<20+64), topo)
+	cache := snac.NewCache(100, large+size(16<<10+64))
+	a, _ := cache.Plan(call(16<<10), topo)
+	b, _ := cache.Plan(call(16<<10+64), topo)
 	require.Equal(t, 2, cache.Len())
-	_, _ = cache.Plan(call(4<<20), topo) // past the bytes: drops the older small one
+	_, _ = cache.Plan(call(256<<10), topo) // past the bytes: drops the older small one
 	require.Equal(t, 2, cache.Len())
-	again, _ := cache.Plan(call(1<<20+64), topo)
+	again, _ := cache.Plan(call(16<<10+64), topo)
 	require.Same(t, b, again, "kept")
-	again, _ = cache.Plan(call(1<<20), topo)
+	again, _ = cache.Plan(call(16<<10), topo)
 	require.NotSame(t, a, again, "dropped, built anew")
 
 	one := snac.NewCache(100, small)
-	_, _ = one.Plan(call(1<<20), topo)
-	huge, _ := one.Plan(call(4<<20), topo)
+	_, _ = one.Plan(call(16<<10), topo)
+	huge, _ := one.Plan(call(256<<10), topo)
 	require.Equal(t, 1, one.Len(), "the most recent stays alone")
-	again, _ = one.Plan(call(4<<20), topo)
+	again, _ = one.Plan(call(256<<10), topo)
 	require.Same(t, huge, again)
 }
 

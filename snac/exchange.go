@@ -99,9 +99,13 @@ func (b *builder) emit(x *exchange) {
 		if b.engine {
 			b.enter(w, x)
 		}
-		for c := range b.chunkCount(x) {
-			b.emitChunk(w, c, x)
-		}
+		whole := maxChunks
+		x.eachLength(func(length uint64) {
+			if !b.isPacket(length) {
+				whole = min(whole, b.g.whole(length, w))
+			}
+		})
+		b.emitChunks(w, b.chunkCount(x), whole, func(c int) { b.emitChunk(w, c, x) })
 		if b.engine {
 			b.leave(w, x)
 		}

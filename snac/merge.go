@@ -67,6 +67,7 @@ func Merge(plans ...*Plan) (*Plan, error) {
 	if len(out.Workers) > MaxWorkers {
 		return nil, errs.New(errs.ErrUnsupported, "snac: Merge of %d Plans needs %d workers, at most %d", len(plans), len(out.Workers), MaxWorkers)
 	}
+	out.markLoops()
 	return out, nil
 }
 

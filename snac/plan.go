@@ -60,9 +60,16 @@ const (
 	// weight from its start, the quantized output at one byte per element,
 	// and the scales one float32 per row (EpilogueRowScale) or the one.
 	Epilogue
+	// Repeat runs the Slot steps after it Bytes times (loop.go): in
+	// repetition r (from 0), each of them runs with r*Delta added to its
+	// Delta (Notify, Wait) and r*Check to the Off of its Refs in the
+	// caller's buffers (SpaceSend, SpaceRecv). A ring's chunks that cycle
+	// through the staging slots are one such body, so a Plan's length does
+	// not grow with the message.
+	Repeat
 )
 
-var verbNames = [...]string{"copy", "reduce", "notify", "wait", "advance", "epilogue"}
+var verbNames = [...]string{"copy", "reduce", "notify", "wait", "advance", "epilogue", "repeat"}
 
 func (v Verb) String() string { return verbNames[v] }
 
@@ -180,7 +187,11 @@ type Worker struct {
 	First   uint32 // first step in Plan.Steps
 	Count   uint32 // number of steps
 	Engine  Engine // what may run the worker's copies (an Atom without a copy engine runs every worker alike)
-	_       [3]byte
+	// Loops is 1 when the worker's steps hold a loop (Repeat), which an
+	// Atom reads again for each repetition: one without may let its
+	// steps' memory go once it has read them all (markLoops sets it).
+	Loops uint8
+	_     [2]byte
 }
 
 // Engine says what moves a worker's bytes.

@@ -145,9 +145,9 @@ func (m *modelDevice) stale(p devicePtr, want []byte) int {
 // waits for a flag that never comes.
 func TestCopiesHaveLandedOnReturn(t *testing.T) {
 	const launch, copies cuStream = 0x51, 0x52
-	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: 128 << 20,
-		Rank: 1, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
-	plan, err := snac.Build(call, Topology(2, 1))
+	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: 4 << 20,
+		Rank: 1, NRanks: 8, Send: 1 << 40, Recv: 2 << 40}
+	plan, err := snac.Build(call, Topology(8, 1))
 	require.NoError(t, err)
 	image, err := planBytes(plan)
 	require.NoError(t, err)
@@ -178,7 +178,7 @@ func TestCopiesHaveLandedOnReturn(t *testing.T) {
 // captured in global mode (PyTorch's default), a Plan of a new shape is
 // uploaded like any other, to device memory and landed on return, without
 // invalidating the capture (the thread is in relaxed mode for the upload
-// only) and without a limit on how many: 40 Plans of about 750 KB each, where a
+// only) and without a limit on how many: 40 Plans of about 800 KB each, where a
 // fixed arena of host-mapped memory held 1 MiB a rank and refused the rest.
 func TestPlansFirstSeenDuringCapture(t *testing.T) {
 	const launch, copies cuStream = 0x51, 0x52
@@ -187,9 +187,9 @@ func TestPlansFirstSeenDuringCapture(t *testing.T) {
 	var c plans
 	total := 0
 	for i := range 40 {
-		call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: uint64(128+i) << 20,
-			Rank: 1, NRanks: 2, Send: 1 << 40, Recv: 2 << 40}
-		plan, err := snac.Build(call, Topology(2, 1))
+		call := &spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}, Count: 4<<20 + uint64(i)<<10,
+			Rank: 1, NRanks: 8, Send: 1 << 40, Recv: 2 << 40}
+		plan, err := snac.Build(call, Topology(8, 1))
 		require.NoError(t, err)
 		image, err := planBytes(plan)
 		require.NoError(t, err)

@@ -55,7 +55,7 @@ func TestEnumsMatchKernels(t *testing.T) {
 		},
 		"Verb": {
 			"kCopy": int64(snac.Copy), "kReduce": int64(snac.Reduce), "kNotify": int64(snac.Notify), "kWait": int64(snac.Wait),
-			"kAdvance": int64(snac.Advance), "kEpilogue": int64(snac.Epilogue),
+			"kAdvance": int64(snac.Advance), "kEpilogue": int64(snac.Epilogue), "kRepeat": int64(snac.Repeat),
 		},
 		"Space": {
 			"kSpaceSend": int64(snac.SpaceSend), "kSpaceRecv": int64(snac.SpaceRecv), "kSpaceStage": int64(snac.SpaceStage),

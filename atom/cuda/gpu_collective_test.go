@@ -363,3 +363,43 @@ func TestGPURootDisagreement(t *testing.T) {
 		}
 	}
 }
+
+// TestGPULoops: ring Plans whose chunks run as a loop's body (snac's
+// Repeat, run.cu's shiftBatch), on two ranks sharing GPU 0 (the machine
+// may have one), three calls queued: every repetition's flags and buffer
+// addresses, a tail past the whole chunks, and the epochs across calls.
+func TestGPULoops(t *testing.T) {
+	needGPUs(t, 1)
+	ranks := newGPURanksOnDevices(t, 2, int64(20*time.Second), gpuTopology, func(int) int { return 0 })
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, tc := range []struct {
+		coll spec.Collective
+		typ  spec.DataType
+		op   spec.OpKind
+	}{
+		{spec.AllReduce, spec.Float32, spec.Sum},
+		{spec.AllReduce, spec.Bfloat16, spec.Sum},
+		{spec.AllReduce, spec.Int32, spec.Max},
+		{spec.ReduceScatter, spec.Float32, spec.Sum},
+		{spec.AllGather, spec.Float16, spec.Sum},
+		{spec.AllGather, spec.Int8, spec.Sum},
+		{spec.Reduce, spec.Float32, spec.Sum},
+	} {
+		for _, count := range []uint64{4<<20/uint64(tc.typ.Size()) + 5, 6 << 20 / uint64(tc.typ.Size())} {
+			what := fmt.Sprintf("%s %s %v count %d", tc.coll, tc.typ, spec.Op{Kind: tc.op}, count)
+			c := newCall(t, ranks, tc.coll, tc.typ, spec.Op{Kind: tc.op}, count, rng)
+			loops := false
+			for _, p := range c.plans {
+				require.NoError(t, p.LoopsValid(), what)
+				for _, w := range p.Workers {
+					loops = loops || w.Loops != 0
+				}
+			}
+			require.True(t, loops, "%s: a Plan with a loop", what)
+			for range 3 {
+				c.launch(t, ranks)
+			}
+			c.check(t, ranks, what)
+		}
+	}
+}

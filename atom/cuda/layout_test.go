@@ -76,8 +76,6 @@ func TestHeaderLimitsMatchSnac(t *testing.T) {
 	require.Equal(t, MaxBuffers, get("kMaxBuffers"))
 	require.Equal(t, int(snac.DoneCheck), get("kDoneCheck"))
 	require.Contains(t, string(src), "kEpochAdvance = (1ull << 20) + 1;")
-	require.Contains(t, string(src), "enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4, kEpilogue = 5 };")
-	require.Equal(t, []snac.Verb{0, 1, 2, 3, 4, 5}, []snac.Verb{snac.Copy, snac.Reduce, snac.Notify, snac.Wait, snac.Advance, snac.Epilogue})
 	require.Equal(t, uint64(1<<20+1), uint64(snac.EpochAdvance))
 	require.Contains(t, string(src), "enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kNumFlagKinds = 6 };")
 	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6}, []int{snac.FlagReady, snac.FlagReduced, snac.FlagConsumed, snac.FlagDone, snac.FlagAgree, snac.FlagGathered, int(snac.FlagSlot(1, 0, 0, 0)) / (snac.MaxRanks * snac.MaxWorkers)}, "flag kinds")

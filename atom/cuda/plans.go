@@ -65,6 +65,22 @@ const (
 	epilogueFuseRows = 16
 )
 
+// withoutLoops is p as the GPU runs it: written out (snac's Unrolled) when
+// it holds an Epilogue step and a loop (a group's Plan merging both), since
+// purlin_run_epilogue keeps no register for loops (csrc/run.cu), and p
+// itself otherwise.
+func withoutLoops(p *snac.Plan) (*snac.Plan, error) {
+	epilogues, loops := false, false
+	for i := range p.Steps {
+		epilogues = epilogues || p.Steps[i].Verb == snac.Epilogue
+		loops = loops || p.Steps[i].Verb == snac.Repeat
+	}
+	if epilogues && loops {
+		return p.Unrolled()
+	}
+	return p, nil
+}
+
 // planBytes encodes plan's device image, checking what the kernel relies on.
 func planBytes(p *snac.Plan) ([]byte, error) { return appendPlan(nil, p) }
 
@@ -84,9 +100,18 @@ func appendPlan(dst []byte, p *snac.Plan) ([]byte, error) {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: worker %d's epoch slot (%d,%d) out of range", i, w.Channel, w.Index)
 		}
 		perChannel[w.Channel]++
+		if w.Engine == snac.EngineCopy && slices.ContainsFunc(p.WorkerSteps(i), func(s snac.Step) bool { return s.Verb == snac.Repeat }) {
+			return nil, errs.New(errs.ErrInternal, "cuda plan: worker %d of the copy engine holds a loop", i)
+		}
+	}
+	if err := p.LoopsValid(); err != nil { // csrc/run.cu runs a loop's body as snac's Unroll does
+		return nil, errs.New(errs.ErrInternal, "cuda plan: %v", err)
+	}
+	if q, _ := withoutLoops(p); q != p {
+		return nil, errs.New(errs.ErrInternal, "cuda plan: a loop beside an epilogue (upload writes it out)")
 	}
 	for i, s := range p.Steps {
-		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Epilogue {
+		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Repeat {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: step %d: bad verb %d or %d sources", i, s.Verb, s.NSrc)
 		}
 		if s.Verb == snac.Epilogue {
@@ -234,19 +259,28 @@ const maxRun = 32
 // verb, since waits that follow each other are satisfied in any order and
 // notifies that follow each other are independent; it ends before a step
 // whose flag (peer and slot) an earlier step of it names, since two raises of
-// one flag must land in order. The device image carries it in the step's
+// one flag must land in order, and at the end of a loop's body, where the
+// kernel goes back to its start. The device image carries it in the step's
 // NSrc, which Notify and Wait do not use.
 func signalRuns(steps []snac.Step) []uint8 {
 	runs := make([]uint8, len(steps))
 	flag := func(s *snac.Step) uint64 { return uint64(s.Peer)<<32 | uint64(s.Slot) }
+	body := 0 // the end of the last loop's body (LoopsValid checked it)
 	for k := range steps {
 		verb := steps[k].Verb
+		if verb == snac.Repeat {
+			body = k + 1 + int(steps[k].Slot)
+		}
 		if verb != snac.Notify && verb != snac.Wait {
 			continue
 		}
+		end := len(steps)
+		if k < body {
+			end = body
+		}
 		m := 1
 	grow:
-		for ; m < maxRun && k+m < len(steps) && steps[k+m].Verb == verb; m++ {
+		for ; m < maxRun && k+m < end && steps[k+m].Verb == verb; m++ {
 			for j := k; j < k+m; j++ {
 				if flag(&steps[j]) == flag(&steps[k+m]) {
 					break grow

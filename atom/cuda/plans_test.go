@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -79,7 +80,7 @@ func atomOptions() atom.Options { return atom.Options{} }
 
 // TestSignalRuns: a run holds consecutive steps of one verb naming distinct
 // flags, at most a warp's lanes of them, and never crosses into a step of
-// another verb.
+// another verb or out of a loop's body.
 func TestSignalRuns(t *testing.T) {
 	wait := func(slot uint32) snac.Step { return snac.Step{Verb: snac.Wait, Slot: slot} }
 	notify := func(peer uint8, slot uint32) snac.Step { return snac.Step{Verb: snac.Notify, Peer: peer, Slot: slot} }
@@ -105,6 +106,8 @@ func TestSignalRuns(t *testing.T) {
 		{"a flag waited for twice", []snac.Step{wait(5), wait(5)}, []uint8{1, 1}},
 		{"waits then notifies of one slot", []snac.Step{wait(3), notify(0, 3)}, []uint8{1, 1}},
 		{"a warp at most", many, manyRuns},
+		{"a loop's body ends runs", []snac.Step{wait(1), {Verb: snac.Repeat, Slot: 2, Bytes: 3}, wait(2), wait(3), wait(4), wait(5)},
+			[]uint8{1, 0, 2, 1, 2, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, signalRuns(tc.steps))
@@ -221,4 +224,36 @@ func TestPlanBytesRejectsBadEpilogues(t *testing.T) {
 		_, err := planBytes(p)
 		require.Error(t, err, name)
 	}
+}
+
+// TestEpilogueKernelRunsNoLoop: a group's Plan that merges a fused
+// epilogue with a ring's loop goes to the GPU written out, since
+// purlin_run_epilogue keeps no register for loops; encoded as it is, it is
+// refused.
+func TestEpilogueKernelRunsNoLoop(t *testing.T) {
+	topo := Topology(2, 0)
+	e := spec.Epilogue{Kind: spec.EpilogueResidualAdd | spec.EpilogueRMSNorm, Hidden: 1024, Residual: 3 << 40, Weight: 4 << 40}
+	fused := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 1024 * 16,
+		NRanks: 2, Send: 1 << 40, Recv: 2 << 40, Epilogue: e}
+	ring := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 512 << 20, NRanks: 2}
+	var plans []*snac.Plan
+	for _, c := range []*spec.Call{fused, ring} {
+		p, err := snac.Build(c, topo)
+		require.NoError(t, err, "%s", c)
+		plans = append(plans, p)
+	}
+	require.True(t, slices.ContainsFunc(plans[1].Workers, func(w snac.Worker) bool { return w.Loops != 0 }))
+	merged, err := snac.Merge(plans...)
+	require.NoError(t, err)
+	_, err = planBytes(merged)
+	require.ErrorContains(t, err, "a loop beside an epilogue")
+
+	out, err := withoutLoops(merged)
+	require.NoError(t, err)
+	require.NotSame(t, merged, out)
+	_, err = planBytes(out)
+	require.NoError(t, err)
+	same, err := withoutLoops(plans[1])
+	require.NoError(t, err)
+	require.Same(t, plans[1], same, "a loop alone stays")
 }

@@ -108,6 +108,10 @@ func planFits(plan *snac.Plan, topo snac.Topology, c *spec.Call) error {
 	limit := [snac.NumSpaces]uint64{snac.SpaceSend: in, snac.SpaceRecv: out,
 		snac.SpaceStage: topo.StageBytes(), snac.SpacePacket: topo.PacketBytes()}
 	n := topo.NRanks
+	plan, err := plan.Unrolled() // every step as it runs: a loop's body in each repetition
+	if err != nil {
+		return err
+	}
 	for i := range plan.Steps {
 		s := &plan.Steps[i]
 		bad := func(what string, args ...any) error {

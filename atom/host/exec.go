@@ -104,12 +104,15 @@ func (r *Rank) runWorker(p *snac.Plan, op spec.Op, w int, bufs []atom.Buffers) e
 	epochs := r.syms[r.topo.Rank].epochs
 	slot := snac.EpochSlot(wk.Channel, wk.Index)
 	x := worker{r: r, plan: p, op: op, bufs: bufs, epoch: atomic.LoadUint64(&epochs[slot])}
-	steps := p.WorkerSteps(w)
-	for i := range steps {
-		if err := x.step(&steps[i]); err != nil {
+	err := p.Unroll(w, func(i int, s *snac.Step) error {
+		if err := x.step(s); err != nil {
 			return fmt.Errorf("host rank %d worker %d (channel %d index %d) step %d %v: %w",
-				r.topo.Rank, w, wk.Channel, wk.Index, i, steps[i].Verb, err)
+				r.topo.Rank, w, wk.Channel, wk.Index, i, s.Verb, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	next := x.epoch + snac.EpochAdvance
 	atomic.StoreUint64(&epochs[slot], next)

@@ -204,6 +204,10 @@ func report(w io.Writer, o options) error {
 		fmt.Fprintf(w, "%14d  %-8s  %6d  %6d  %d%s\n", bytes, p.Regime, len(p.Workers)-copies, copies, len(first), epilogueRows(o, p))
 		if o.steps {
 			for _, s := range first {
+				if s.Verb == snac.Repeat {
+					fmt.Fprintf(w, "    repeat  the next %d steps %d times, flags %d and buffers %d bytes further each time\n", s.Slot, s.Bytes, s.Delta, s.Check)
+					continue
+				}
 				fmt.Fprintf(w, "    %-7s bytes %d sources %d peer %d slot %d delta %d dst %+v src0 %+v\n",
 					s.Verb, s.Bytes, s.NSrc, s.Peer, s.Slot, s.Delta, s.Dst, s.Src[0])
 			}

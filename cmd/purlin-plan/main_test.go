@@ -66,6 +66,13 @@ func TestRegimesAndBlocks(t *testing.T) {
 	require.Contains(t, out.String(), "    wait ")
 	require.Contains(t, out.String(), "    copy ")
 
+	// A ring's chunks repeat as a loop, which -steps names.
+	o, err = parse([]string{"-from", "1G", "-to", "1G", "-steps", "allgather"})
+	require.NoError(t, err)
+	out.Reset()
+	require.NoError(t, report(&out, o))
+	require.Regexp(t, `\n    repeat  the next \d+ steps \d+ times, flags \d+ and buffers \d+ bytes further each time\n`, out.String())
+
 	// With the copy engine, a large AllReduce's producers are copies and
 	// its reducers blocks.
 	t.Setenv("PURLIN_COPY_ENGINE", "16777216")

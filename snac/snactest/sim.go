@@ -52,6 +52,7 @@ type rank struct {
 	broken              error // the rank's first error (RunEach): it runs nothing more
 	queue               []*Launch
 	cur                 *Launch
+	plan                *snac.Plan // cur's Plan, its loops unrolled
 	workers             []worker
 }
 
@@ -213,8 +214,12 @@ func (s *Sim) advance(rk *rank) error {
 			return nil
 		}
 		rk.cur, rk.queue = rk.queue[0], rk.queue[1:]
-		p := rk.cur.Plan
-		if err := errors.Join(engineSteps(p), sameAdvances(p)); err != nil {
+		p, err := rk.cur.Plan.Unrolled() // the steps one by one, as the Atoms run a loop (snac.Unroll)
+		if err == nil {
+			err = errors.Join(engineSteps(p), sameAdvances(p))
+		}
+		rk.plan = p
+		if err != nil {
 			return fmt.Errorf("snactest: rank %d call %d: %w", rk.id, rk.calls, err)
 		}
 		rk.workers = make([]worker, len(p.Workers))
@@ -273,14 +278,14 @@ func sameAdvances(p *snac.Plan) error {
 func (s *Sim) finish(rk *rank, i int) {
 	w := &rk.workers[i]
 	w.done = true
-	wk := rk.cur.Plan.Workers[i]
+	wk := rk.plan.Workers[i]
 	next := w.epoch + snac.EpochAdvance
 	rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)] = next
 	if wk.Index != 0 {
 		return
 	}
 	used := 0
-	for _, o := range rk.cur.Plan.Workers {
+	for _, o := range rk.plan.Workers {
 		if o.Channel == wk.Channel {
 			used++
 		}
@@ -297,12 +302,12 @@ func (s *Sim) dump() string {
 			fmt.Fprintf(&b, "rank %d: idle after %d calls\n", rk.id, rk.calls)
 			continue
 		}
-		fmt.Fprintf(&b, "rank %d: call %d (%s, %d workers)\n", rk.id, rk.calls, rk.cur.Plan.Regime, len(rk.workers))
+		fmt.Fprintf(&b, "rank %d: call %d (%s, %d workers)\n", rk.id, rk.calls, rk.plan.Regime, len(rk.workers))
 		for i, w := range rk.workers {
 			if w.done {
 				continue
 			}
-			st := rk.cur.Plan.Steps[w.pc]
+			st := rk.plan.Steps[w.pc]
 			fmt.Fprintf(&b, "  worker %d (epoch %d) at step %d: %s slot %d delta %d (flag %d) bytes %d\n",
 				i, w.epoch, w.pc, st.Verb, st.Slot, st.Delta, rk.flags[snac.SignalIndex(st.Slot%snac.NumSlots, uint64(max(target(&w, st.Delta), 0)))], st.Bytes)
 		}

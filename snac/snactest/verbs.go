@@ -23,7 +23,7 @@ func packetWord(w *worker, st *snac.Step) uint64 {
 // ready reports whether worker i's next step can run now.
 func (s *Sim) ready(rk *rank, i int) bool {
 	w := &rk.workers[i]
-	st := &rk.cur.Plan.Steps[w.pc]
+	st := &rk.plan.Steps[w.pc]
 	switch st.Verb {
 	case snac.Wait:
 		t := target(w, st.Delta)
@@ -61,7 +61,7 @@ func (s *Sim) packetsReady(w *worker, st *snac.Step, r snac.Ref) bool {
 // step runs worker i's next step.
 func (s *Sim) step(rk *rank, i int) error {
 	w := &rk.workers[i]
-	st := &rk.cur.Plan.Steps[w.pc]
+	st := &rk.plan.Steps[w.pc]
 	where := func() string {
 		return fmt.Sprintf("rank %d call %d worker %d step %d (%s)", rk.id, rk.calls, i, w.pc, st.Verb)
 	}
