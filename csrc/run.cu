@@ -63,8 +63,10 @@ enum Kind : uint8_t {
   kKindSignal,  // a Notify or Wait
   kKindAdvance,
   kKindRepeat,  // a loop's head (snac loop.go): its body follows
-  kKindBadRef,  // a Ref outside the launch's spaces (the host checks Plans; this is the kernel's own guard)
+  kKindBadRef,  // a Ref outside the launch's spaces (the host checks Plans; this is the kernel's own guard); last
 };
+
+static_assert(kKindBadRef == kKindRepeat + 1, "the run loop takes both in one branch");
 
 /** Decoded is a batch step as the run loop reads it: its kind and the
  * address of each Ref for either parity of the epoch, so that running a
@@ -145,15 +147,20 @@ __device__ __forceinline__ void decodeBatch(Decoded* dec, const Step* batch, uin
 /** Loop is the loop (a Repeat step, snac loop.go) a block is in: its body,
  * steps [start, end) of the worker, runs reps times, and in repetition rep
  * its flags are rep*delta higher and its Refs in the caller's buffers
- * rep*shift bytes on (shiftBatch). Thread 0 writes it, every thread reads
- * it after a barrier; the run loop holds none of it in registers, which
- * its steps need. */
+ * rep*shift bytes on (shiftBatch). A batch of steps ends at the body's end,
+ * so only a batch's load looks at it: the step loop holds none of it in a
+ * register, and a step costs nothing more. Thread 0 writes it at the
+ * Repeat step, before a barrier, and counts repetitions between two
+ * barriers of a load. */
 struct Loop {
   uint32_t start, end, rep, reps;
   int64_t delta;
   uint64_t shift;
 };
 __shared__ Loop blockLoop;
+/** blockCounted: the block counted itself in its image's header as it
+ * started (countEnded); else it does so at its end. */
+__shared__ bool blockCounted;
 
 /** shiftBatch: lane k of warp 0 moves step k of a decoded batch, step
  * first+k of the worker, to repetition blockLoop.rep of the loop, where
@@ -448,11 +455,13 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   // A worker whose steps fit one batch has read all it reads of its image
   // (its Worker and fill too, before the barrier): the block counts itself
   // now, which overlaps the call; another counts itself at its end.
-  // (Not one with a loop: it loads its body again for each repetition.
-  // purlin_run_epilogue runs none, which atom/cuda sees to: looking at
-  // w.loops here made the compiler spill its step loop's state.)
-  const bool countedNow = held == w.count && (kEpilogues ? epilogues == 0 : w.loops == 0);
-  if (countedNow && threadIdx.x == 0) countEnded(L);
+  // (Not one with a loop: it loads its body again for each repetition.)
+  // Kept in shared memory for the block's end: in a register across the
+  // step loop, the compiler spilled the loop's state.
+  if (threadIdx.x == 0) {
+    blockCounted = held == w.count && !(kEpilogues && epilogues != 0) && w.loops == 0;
+    if (blockCounted) countEnded(L);
+  }
   decodeBatch(dec, batch, held, bases);
 #if __CUDA_ARCH__ >= 900
   // The kernel before this one on the stream has ended and its writes (the
@@ -476,12 +485,18 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   bool wrote = false;
   for (uint32_t i = 0; i < w.count;) {
     if (i == first + held) {
+      // A batch ends at a loop's body's end too (below): the body again,
+      // for its next repetition, or the steps after it.
+      const Loop& loop = blockLoop;  // thread 0 writes it only between the barriers below
+      const uint32_t at = i == loop.end && loop.rep + 1 < loop.reps ? loop.start : i;
       __syncthreads();  // every thread is done with the batch, and with the data step before
-      first = i, held = min(w.count - i, kBatch);
+      if (at != i && threadIdx.x == 0) blockLoop.rep++;
+      i = first = at;
+      held = min(min(w.count - i, kBatch), i < loop.end ? loop.end - i : kBatch);
       loadBatch(batch, steps, first, held);
       __syncthreads();
       decodeBatch(dec, batch, held, bases);
-      if (blockLoop.rep != 0 && threadIdx.x < 32) shiftBatch(dec, batch, held, first);
+      if (loop.rep != 0 && threadIdx.x < 32) shiftBatch(dec, batch, held, first);
       __syncthreads();
       fenced = true;
     }
@@ -490,14 +505,6 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     const uint8_t kind = d.kind;
     if (kind == kKindAdvance) {  // the next call of a merged group on this channel
       epoch += kEpochAdvance;
-      i++;
-      continue;
-    }
-    if (kind == kKindRepeat) {  // a loop: its body, the slot steps after it, runs bytes times
-      const Step& s = batch[i - first];
-      if (threadIdx.x == 0) blockLoop = Loop{i + 1, i + 1 + s.slot, 0, (uint32_t)s.bytes, s.delta, s.check};
-      __syncthreads();  // every thread sees where the body ends
-      fenced = true;
       i++;
       continue;
     }
@@ -518,9 +525,17 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
       wrote |= s.dst.space != kSpacePacket;
       if (st != kStatusOK && st != kStatusStopped) report(L.status, statusWord(st, blockIdx.x, i, 0));
       if (__syncthreads_or(st != kStatusOK)) return stop(broken);
-    } else if (kind == kKindBadRef) {  // in every thread alike
-      if (threadIdx.x == 0) report(L.status, statusWord(kStatusBadRef, blockIdx.x, i, 0));
-      return stop(broken);
+    } else if (kind >= kKindRepeat) {
+      if (kind == kKindBadRef) {  // in every thread alike
+        if (threadIdx.x == 0) report(L.status, statusWord(kStatusBadRef, blockIdx.x, i, 0));
+        return stop(broken);
+      }
+      // A loop: its body, the slot steps after it, runs bytes times. The
+      // batch ends here, so the next one starts at the body and ends at
+      // its end, where the batch after it starts the body again.
+      if (threadIdx.x == 0) blockLoop = Loop{i + 1, i + 1 + s.slot, 0, (uint32_t)s.bytes, s.delta, s.check};
+      __syncthreads();  // every thread reads it before the next batch
+      held = i + 1 - first;
     } else {  // a plain step cannot fail; the next step fences it
       runStep(L, s, d, epoch);
       fenced = false;
@@ -528,18 +543,6 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     }
     PURLIN_TRACE(i, 2);
     i += n;
-    if (i == blockLoop.end) {  // a loop's body ends here (atom/cuda ends signal runs at its end)
-      __syncthreads();  // thread 0's last count of repetitions is every thread's
-      const bool again = blockLoop.rep + 1 < blockLoop.reps;
-      const uint32_t start = blockLoop.start;
-      __syncthreads();  // read by every thread before thread 0 counts this one
-      fenced = true;
-      if (again) {  // past the body's end for good otherwise: i never meets it again
-        if (threadIdx.x == 0) blockLoop.rep++;
-        i = first = start;
-        held = 0;  // loaded, decoded and shifted for the repetition at the top
-      }
-    }
   }
   // Later launches of this rank read the epochs only after this one ends.
   const uint64_t advanced = epoch + kEpochAdvance;
@@ -552,7 +555,7 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
     __syncthreads();
     epilogueSteps(L, steps, w.count, epilogueCount);
   }
-  if (!countedNow) {
+  if (!blockCounted) {  // thread 0 wrote it before the step loop's first barrier
     __syncthreads();  // every thread is done with the image (Epilogue steps read it)
     if (threadIdx.x == 0) countEnded(L);
   }

@@ -139,11 +139,6 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if d := c.lookup(p); d != nil {
 		return d, nil
 	}
-	asked := p // what lookup finds the image by
-	p, err := withoutLoops(p)
-	if err != nil {
-		return nil, err
-	}
 	b, err := appendPlan(c.scratch, p)
 	if err != nil {
 		return nil, err
@@ -158,14 +153,14 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	key, size := maphash.Bytes(imageSeed, b), imageHeader+uintptr(len(b)+15)&^15
 	for _, twin := range c.images[key] {
 		if twin.nworkers == uint32(len(p.Workers)) && twin.size == size && c.holds(twin, b, copies) {
-			c.remember(asked, twin)
+			c.remember(p, twin)
 			return twin, nil
 		}
 	}
 	d := &devicePlan{key: key}
 	if len(b) == 0 {
 		d.place(0, p)
-		c.remember(asked, d)
+		c.remember(p, d)
 		return d, nil
 	}
 	mode := uint32(streamCaptureModeRelaxed)
@@ -206,7 +201,7 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		c.images = map[uint64][]*devicePlan{}
 	}
 	c.images[key] = append(c.images[key], d)
-	c.remember(asked, d)
+	c.remember(p, d)
 	return d, nil
 }
 

@@ -65,22 +65,6 @@ const (
 	epilogueFuseRows = 16
 )
 
-// withoutLoops is p as the GPU runs it: written out (snac's Unrolled) when
-// it holds an Epilogue step and a loop (a group's Plan merging both), since
-// purlin_run_epilogue keeps no register for loops (csrc/run.cu), and p
-// itself otherwise.
-func withoutLoops(p *snac.Plan) (*snac.Plan, error) {
-	epilogues, loops := false, false
-	for i := range p.Steps {
-		epilogues = epilogues || p.Steps[i].Verb == snac.Epilogue
-		loops = loops || p.Steps[i].Verb == snac.Repeat
-	}
-	if epilogues && loops {
-		return p.Unrolled()
-	}
-	return p, nil
-}
-
 // planBytes encodes plan's device image, checking what the kernel relies on.
 func planBytes(p *snac.Plan) ([]byte, error) { return appendPlan(nil, p) }
 
@@ -106,9 +90,6 @@ func appendPlan(dst []byte, p *snac.Plan) ([]byte, error) {
 	}
 	if err := p.LoopsValid(); err != nil { // csrc/run.cu runs a loop's body as snac's Unroll does
 		return nil, errs.New(errs.ErrInternal, "cuda plan: %v", err)
-	}
-	if q, _ := withoutLoops(p); q != p {
-		return nil, errs.New(errs.ErrInternal, "cuda plan: a loop beside an epilogue (upload writes it out)")
 	}
 	for i, s := range p.Steps {
 		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Repeat {

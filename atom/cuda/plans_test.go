@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"encoding/binary"
-	"slices"
 	"testing"
 	"unsafe"
 
@@ -224,36 +223,4 @@ func TestPlanBytesRejectsBadEpilogues(t *testing.T) {
 		_, err := planBytes(p)
 		require.Error(t, err, name)
 	}
-}
-
-// TestEpilogueKernelRunsNoLoop: a group's Plan that merges a fused
-// epilogue with a ring's loop goes to the GPU written out, since
-// purlin_run_epilogue keeps no register for loops; encoded as it is, it is
-// refused.
-func TestEpilogueKernelRunsNoLoop(t *testing.T) {
-	topo := Topology(2, 0)
-	e := spec.Epilogue{Kind: spec.EpilogueResidualAdd | spec.EpilogueRMSNorm, Hidden: 1024, Residual: 3 << 40, Weight: 4 << 40}
-	fused := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 1024 * 16,
-		NRanks: 2, Send: 1 << 40, Recv: 2 << 40, Epilogue: e}
-	ring := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 512 << 20, NRanks: 2}
-	var plans []*snac.Plan
-	for _, c := range []*spec.Call{fused, ring} {
-		p, err := snac.Build(c, topo)
-		require.NoError(t, err, "%s", c)
-		plans = append(plans, p)
-	}
-	require.True(t, slices.ContainsFunc(plans[1].Workers, func(w snac.Worker) bool { return w.Loops != 0 }))
-	merged, err := snac.Merge(plans...)
-	require.NoError(t, err)
-	_, err = planBytes(merged)
-	require.ErrorContains(t, err, "a loop beside an epilogue")
-
-	out, err := withoutLoops(merged)
-	require.NoError(t, err)
-	require.NotSame(t, merged, out)
-	_, err = planBytes(out)
-	require.NoError(t, err)
-	same, err := withoutLoops(plans[1])
-	require.NoError(t, err)
-	require.Same(t, plans[1], same, "a loop alone stays")
 }
