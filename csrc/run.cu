@@ -483,12 +483,14 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   // that publishes data fences for (packets publish themselves; the kernel
   // before this one has ended).
   bool wrote = false;
-  for (uint32_t i = 0; i < w.count;) {
+  for (uint32_t i = 0;;) {
     if (i == first + held) {
       // A batch ends at a loop's body's end too (below): the body again,
-      // for its next repetition, or the steps after it.
+      // for its next repetition, or the steps after it; the worker's
+      // steps end here, where no loop goes back.
       const Loop& loop = blockLoop;  // thread 0 writes it only between the barriers below
       const uint32_t at = i == loop.end && loop.rep + 1 < loop.reps ? loop.start : i;
+      if (at == w.count) break;
       __syncthreads();  // every thread is done with the batch, and with the data step before
       if (at != i && threadIdx.x == 0) blockLoop.rep++;
       i = first = at;
