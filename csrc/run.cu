@@ -448,7 +448,7 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   if (threadIdx.x == 0) {
     blockLookAt = 0, blockAbort = 0, blockStopped = 0;
     blockOp = OpArgs{L.op, L.nranks, L.scalarPtr, L.scalar};
-    blockLoop.end = 0, blockLoop.rep = 0;
+    blockLoop = Loop{};  // no loop: no batch load goes back (a worker of no steps ends at its first)
     if (kEpilogues) epilogueCount = epilogues;
   }
   __syncthreads();
