@@ -448,7 +448,7 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   if (threadIdx.x == 0) {
     blockLookAt = 0, blockAbort = 0, blockStopped = 0;
     blockOp = OpArgs{L.op, L.nranks, L.scalarPtr, L.scalar};
-    blockLoop = Loop{};  // no loop: no batch load goes back (a worker of no steps ends at its first)
+    blockLoop = Loop{};  // no loop: no batch load goes back
     if (kEpilogues) epilogueCount = epilogues;
   }
   __syncthreads();
@@ -483,14 +483,13 @@ __device__ __forceinline__ void runPlan(const Launch& L) {
   // that publishes data fences for (packets publish themselves; the kernel
   // before this one has ended).
   bool wrote = false;
-  for (uint32_t i = 0;;) {
+  for (uint32_t i = 0; i < w.count;) {
     if (i == first + held) {
       // A batch ends at a loop's body's end too (below): the body again,
-      // for its next repetition, or the steps after it; the worker's
-      // steps end here, where no loop goes back.
+      // for its next repetition, or the steps after it (a body never ends
+      // the worker's steps: snac's LoopsValid).
       const Loop& loop = blockLoop;  // thread 0 writes it only between the barriers below
       const uint32_t at = i == loop.end && loop.rep + 1 < loop.reps ? loop.start : i;
-      if (at == w.count) break;
       __syncthreads();  // every thread is done with the batch, and with the data step before
       if (at != i && threadIdx.x == 0) blockLoop.rep++;
       i = first = at;

@@ -238,6 +238,7 @@ func (b *builder) plan(regime Regime) *Plan {
 		default:
 			p.Steps = append(p.Steps, b.steps[w]...)
 		}
+		p.Steps = closeLoop(p.Steps, first)
 		wk := Worker{Channel: ch, Index: uint16(w), First: uint32(first), Count: uint32(len(p.Steps) - first)}
 		if b.engine && (b.reducers == 0 || w < b.g.workers) {
 			wk.Engine = EngineCopy

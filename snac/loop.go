@@ -149,11 +149,12 @@ func (p *Plan) loops() bool {
 }
 
 // loopValid checks the loop at steps[i]: a body of at least one step inside
-// the worker's, of the steps a loop may hold, whose flag deltas stay below
-// EpochAdvance and offsets inside 48 bits in every repetition.
+// the worker's, and not its last (closeLoop), of the steps a loop may hold,
+// whose flag deltas stay below EpochAdvance and offsets inside 48 bits in
+// every repetition.
 func loopValid(steps []Step, i int) error {
 	l := &steps[i]
-	if l.Slot == 0 || uint64(i)+1+uint64(l.Slot) > uint64(len(steps)) || l.Bytes == 0 || l.Bytes > EpochAdvance || l.Delta < 0 ||
+	if l.Slot == 0 || uint64(i)+1+uint64(l.Slot) >= uint64(len(steps)) || l.Bytes == 0 || l.Bytes > EpochAdvance || l.Delta < 0 ||
 		l.Bytes-1 > (1<<48)/max(1, l.Check) || l.Bytes-1 > EpochAdvance/2/uint64(max(1, l.Delta)) {
 		return errs.New(errs.ErrInternal, "snac: step %d: loop of %d steps (of %d after it) %d times, by %d and %d bytes",
 			i, l.Slot, len(steps)-i-1, l.Bytes, l.Delta, l.Check)
@@ -172,6 +173,29 @@ func loopValid(steps []Step, i int) error {
 		}
 	}
 	return nil
+}
+
+// closeLoop keeps the last loop of a worker, whose steps are steps[first:],
+// from ending them: where its body is their last steps, its last repetition
+// is written out after it. An Atom's step loop may then end where the
+// worker's steps do, without looking for a loop to go back to (csrc/run.cu).
+func closeLoop(steps []Step, first int) []Step {
+	last := -1
+	for i := first; i < len(steps); i++ {
+		if steps[i].Verb == Repeat {
+			last = i
+			i += int(steps[i].Slot)
+		}
+	}
+	if last < 0 || last+1+int(steps[last].Slot) != len(steps) {
+		return steps
+	}
+	l := steps[last]
+	steps[last].Bytes--
+	for j := last + 1; j < last+1+int(l.Slot); j++ {
+		steps = append(steps, l.repeated(steps[j], l.Bytes-1))
+	}
+	return steps
 }
 
 // emitChunks emits chunks [0, n) of worker w with emit, of which the first

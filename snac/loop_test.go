@@ -111,6 +111,7 @@ func TestUnrollRefusesMalformedLoops(t *testing.T) {
 	wait := snac.Step{Verb: snac.Wait, Delta: 1}
 	for name, steps := range map[string][]snac.Step{
 		"past the worker": {{Verb: snac.Repeat, Slot: 3, Bytes: 2}, wait, copyStep},
+		"to its end":      {{Verb: snac.Repeat, Slot: 2, Bytes: 2}, wait, copyStep},
 		"empty body":      {{Verb: snac.Repeat, Slot: 0, Bytes: 2}, wait},
 		"no repetition":   {{Verb: snac.Repeat, Slot: 1, Bytes: 0}, wait},
 		"advance":         {{Verb: snac.Repeat, Slot: 1, Bytes: 2}, {Verb: snac.Advance}},
@@ -123,7 +124,7 @@ func TestUnrollRefusesMalformedLoops(t *testing.T) {
 		require.Error(t, p.LoopsValid(), name)
 		require.Error(t, p.Unroll(0, func(int, *snac.Step) error { return nil }), name)
 	}
-	good := &snac.Plan{Steps: []snac.Step{{Verb: snac.Repeat, Slot: 1, Bytes: 2, Delta: 1}, wait}, Workers: []snac.Worker{{Count: 2, Loops: 1}}}
+	good := &snac.Plan{Steps: []snac.Step{{Verb: snac.Repeat, Slot: 1, Bytes: 2, Delta: 1}, wait, wait}, Workers: []snac.Worker{{Count: 3, Loops: 1}}}
 	require.NoError(t, good.LoopsValid())
 	good.Workers[0].Loops = 0
 	require.Error(t, good.LoopsValid(), "a worker with a loop not marked so")
@@ -166,16 +167,16 @@ func TestUnrollShiftsBuffersAndFlags(t *testing.T) {
 			Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: 100}, {Space: snac.SpaceStage, Off: 7, Half: 9}}},
 		{Verb: snac.Notify, Peer: 1, Slot: 4, Delta: 5},
 	}
-	p := &snac.Plan{Steps: append([]snac.Step{{Verb: snac.Repeat, Slot: 3, Bytes: 3, Delta: 2, Check: 1000}}, body...),
-		Workers: []snac.Worker{{Count: 4, Loops: 1}}}
+	p := &snac.Plan{Steps: append(append([]snac.Step{{Verb: snac.Repeat, Slot: 3, Bytes: 3, Delta: 2, Check: 1000}}, body...), snac.Step{Verb: snac.Advance}),
+		Workers: []snac.Worker{{Count: 5, Loops: 1}}}
 	var got []snac.Step
 	var at []int
 	require.NoError(t, p.Unroll(0, func(i int, s *snac.Step) error {
 		got, at = append(got, *s), append(at, i)
 		return nil
 	}))
-	require.Len(t, got, 9)
-	require.Equal(t, []int{1, 2, 3, 1, 2, 3, 1, 2, 3}, at)
+	require.Len(t, got, 10)
+	require.Equal(t, []int{1, 2, 3, 1, 2, 3, 1, 2, 3, 4}, at)
 	for r := range 3 {
 		w, red, n := got[3*r], got[3*r+1], got[3*r+2]
 		require.Equal(t, int64(5+2*r), w.Delta)

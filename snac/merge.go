@@ -108,6 +108,7 @@ func (out *Plan) appendChain(ch uint16, links []chainLink) {
 			}
 			out.Steps = appendWorker(out.Steps, part, idx)
 		}
+		out.Steps = closeLoop(out.Steps, first)
 		out.Workers = append(out.Workers, Worker{Channel: ch, Index: idx, First: uint32(first), Count: uint32(len(out.Steps) - first),
 			Engine: chainEngine(parts, idx)})
 	}
