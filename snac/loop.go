@@ -18,8 +18,9 @@ import (
 // A loop's body holds only plain Copy, Reduce, Notify and Wait steps: no
 // packets (their flags carry the epoch, not the chunk), no strided Refs
 // (a shifted row would start elsewhere in its row), no Advance, Epilogue
-// or Repeat. An Atom runs it as Unroll says; the CUDA kernel does the same
-// as it loads the body's steps (csrc/run.cu).
+// or Repeat; and it never ends its worker's steps (closeLoop). An Atom
+// runs it as Unroll says; the CUDA kernel does the same as it loads the
+// body's steps (csrc/run.cu).
 
 // minRepetitions is the fewest repetitions a loop is emitted for: one
 // cycle of chunks fewer than written out.
