@@ -2,6 +2,7 @@ package snac
 
 import (
 	"fmt"
+	"slices"
 
 	"purlin/errs"
 )
@@ -87,7 +88,7 @@ func (p *Plan) Unroll(w int, f func(i int, s *Step) error) error {
 // Unrolled is p with every loop written out (p itself when it has none):
 // the steps an Atom runs, one by one.
 func (p *Plan) Unrolled() (*Plan, error) {
-	if !p.loops() {
+	if !holdsLoop(p.Steps) {
 		return p, nil
 	}
 	out := *p
@@ -111,16 +112,14 @@ func (p *Plan) Unrolled() (*Plan, error) {
 func (p *Plan) LoopsValid() error {
 	for w := range p.Workers {
 		steps := p.WorkerSteps(w)
-		loops := uint8(0)
 		for i := range steps {
 			if steps[i].Verb == Repeat {
 				if err := loopValid(steps, i); err != nil {
 					return fmt.Errorf("worker %d: %w", w, err)
 				}
-				loops = 1
 			}
 		}
-		if p.Workers[w].Loops != loops {
+		if loops := loopsOf(steps); p.Workers[w].Loops != loops {
 			return errs.New(errs.ErrInternal, "snac: worker %d marked %d for loops, holds %d", w, p.Workers[w].Loops, loops)
 		}
 	}
@@ -130,23 +129,21 @@ func (p *Plan) LoopsValid() error {
 // markLoops sets each worker's Loops from its steps.
 func (p *Plan) markLoops() {
 	for w := range p.Workers {
-		p.Workers[w].Loops = 0
-		for _, s := range p.WorkerSteps(w) {
-			if s.Verb == Repeat {
-				p.Workers[w].Loops = 1
-				break
-			}
-		}
+		p.Workers[w].Loops = loopsOf(p.WorkerSteps(w))
 	}
 }
 
-func (p *Plan) loops() bool {
-	for i := range p.Steps {
-		if p.Steps[i].Verb == Repeat {
-			return true
-		}
+// loopsOf is Worker.Loops of a worker of these steps.
+func loopsOf(steps []Step) uint8 {
+	if holdsLoop(steps) {
+		return 1
 	}
-	return false
+	return 0
+}
+
+// holdsLoop reports whether steps hold a Repeat.
+func holdsLoop(steps []Step) bool {
+	return slices.ContainsFunc(steps, func(s Step) bool { return s.Verb == Repeat })
 }
 
 // loopValid checks the loop at steps[i]: a body of at least one step inside
@@ -225,9 +222,6 @@ func (b *builder) emitChunks(w, n, whole int, emit func(c int)) {
 	}
 	b.steps[w][at] = Step{Verb: Repeat, Slot: uint32(len(b.steps[w]) - at - 1), Bytes: uint64(reps),
 		Delta: int64(s), Check: uint64(s) * b.g.chunk}
-	if len(b.steps[w]) == at+1 { // nothing to repeat
-		b.steps[w] = b.steps[w][:at]
-	}
 	for c := s + reps*s; c < n; c++ {
 		emit(c)
 	}

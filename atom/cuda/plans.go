@@ -84,12 +84,14 @@ func appendPlan(dst []byte, p *snac.Plan) ([]byte, error) {
 			return nil, errs.New(errs.ErrInternal, "cuda plan: worker %d's epoch slot (%d,%d) out of range", i, w.Channel, w.Index)
 		}
 		perChannel[w.Channel]++
-		if w.Engine == snac.EngineCopy && slices.ContainsFunc(p.WorkerSteps(i), func(s snac.Step) bool { return s.Verb == snac.Repeat }) {
-			return nil, errs.New(errs.ErrInternal, "cuda plan: worker %d of the copy engine holds a loop", i)
-		}
 	}
 	if err := p.LoopsValid(); err != nil { // csrc/run.cu runs a loop's body as snac's Unroll does
 		return nil, errs.New(errs.ErrInternal, "cuda plan: %v", err)
+	}
+	for i, w := range p.Workers { // LoopsValid checked the marks
+		if w.Engine == snac.EngineCopy && w.Loops != 0 {
+			return nil, errs.New(errs.ErrInternal, "cuda plan: worker %d of the copy engine holds a loop", i)
+		}
 	}
 	for i, s := range p.Steps {
 		if int(s.NSrc) > snac.MaxSrc || (s.Verb == snac.Reduce && s.NSrc == 0) || s.Verb > snac.Repeat {
