@@ -242,28 +242,21 @@ const maxRun = 32
 // verb, since waits that follow each other are satisfied in any order and
 // notifies that follow each other are independent; it ends before a step
 // whose flag (peer and slot) an earlier step of it names, since two raises of
-// one flag must land in order, and at the end of a loop's body, where the
-// kernel goes back to its start. The device image carries it in the step's
+// one flag must land in order. The kernel cuts a run where its batch of steps
+// ends, and a batch ends at a loop's body's end, so a run never reaches past
+// a body into the steps after it. The device image carries it in the step's
 // NSrc, which Notify and Wait do not use.
 func signalRuns(steps []snac.Step) []uint8 {
 	runs := make([]uint8, len(steps))
 	flag := func(s *snac.Step) uint64 { return uint64(s.Peer)<<32 | uint64(s.Slot) }
-	body := 0 // the end of the last loop's body (LoopsValid checked it)
 	for k := range steps {
 		verb := steps[k].Verb
-		if verb == snac.Repeat {
-			body = k + 1 + int(steps[k].Slot)
-		}
 		if verb != snac.Notify && verb != snac.Wait {
 			continue
 		}
-		end := len(steps)
-		if k < body {
-			end = body
-		}
 		m := 1
 	grow:
-		for ; m < maxRun && k+m < end && steps[k+m].Verb == verb; m++ {
+		for ; m < maxRun && k+m < len(steps) && steps[k+m].Verb == verb; m++ {
 			for j := k; j < k+m; j++ {
 				if flag(&steps[j]) == flag(&steps[k+m]) {
 					break grow

@@ -79,7 +79,8 @@ func atomOptions() atom.Options { return atom.Options{} }
 
 // TestSignalRuns: a run holds consecutive steps of one verb naming distinct
 // flags, at most a warp's lanes of them, and never crosses into a step of
-// another verb or out of a loop's body.
+// another verb (a Repeat among them); the kernel cuts it at a loop's body's
+// end, where its batch ends.
 func TestSignalRuns(t *testing.T) {
 	wait := func(slot uint32) snac.Step { return snac.Step{Verb: snac.Wait, Slot: slot} }
 	notify := func(peer uint8, slot uint32) snac.Step { return snac.Step{Verb: snac.Notify, Peer: peer, Slot: slot} }
@@ -105,8 +106,8 @@ func TestSignalRuns(t *testing.T) {
 		{"a flag waited for twice", []snac.Step{wait(5), wait(5)}, []uint8{1, 1}},
 		{"waits then notifies of one slot", []snac.Step{wait(3), notify(0, 3)}, []uint8{1, 1}},
 		{"a warp at most", many, manyRuns},
-		{"a loop's body ends runs", []snac.Step{wait(1), {Verb: snac.Repeat, Slot: 2, Bytes: 3}, wait(2), wait(3), wait(4), wait(5)},
-			[]uint8{1, 0, 2, 1, 2, 1}},
+		{"a Repeat ends runs", []snac.Step{wait(1), {Verb: snac.Repeat, Slot: 2, Bytes: 3}, wait(2), wait(3), wait(4), wait(5)},
+			[]uint8{1, 0, 4, 3, 2, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, signalRuns(tc.steps))
