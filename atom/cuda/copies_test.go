@@ -180,6 +180,11 @@ func TestCopiesHaveLandedOnReturn(t *testing.T) {
 // invalidating the capture (the thread is in relaxed mode for the upload
 // only) and without a limit on how many: 40 Plans of about 800 KB each, where a
 // fixed arena of host-mapped memory held 1 MiB a rank and refused the rest.
+// A Plan built again (its twin: equal bytes, another Plan) finds the copy
+// already there, also during the capture: reading it back to compare is a
+// wait that would invalidate the capture outside relaxed mode (difftest,
+// two ranks of one process, a group on three communicators with the call
+// cache on, found it).
 func TestPlansFirstSeenDuringCapture(t *testing.T) {
 	const launch, copies cuStream = 0x51, 0x52
 	m := useModelDevice(t, launch)
@@ -198,6 +203,12 @@ func TestPlansFirstSeenDuringCapture(t *testing.T) {
 		require.Equal(t, uint32(streamCaptureModeGlobal), m.mode, "the thread's capture mode is the caller's again")
 		require.Equal(t, -1, m.stale(devicePtr(d.steps), image), "Plan %d: the first byte a kernel launched now would not read", i)
 		total += len(image)
+		twin, err := snac.Build(call, Topology(8, 1))
+		require.NoError(t, err)
+		again, err := c.upload(twin, copies)
+		require.NoError(t, err, "Plan %d's twin", i)
+		require.Same(t, d, again, "Plan %d's twin shares its copy", i)
+		require.Equal(t, uint32(streamCaptureModeGlobal), m.mode, "the thread's capture mode is the caller's again")
 	}
 	require.Greater(t, total, 28<<20, "over 28 MiB of Plans")
 }

@@ -127,8 +127,9 @@ func (c *plans) lookup(p *snac.Plan) *devicePlan {
 // later, reads all of it); ctx is current and the caller holds the thread.
 //
 // A Plan first seen while a stream is being captured into a CUDA graph is
-// uploaded the same way: the allocation and the copy are not stream work of
-// the capture, so the thread steps into relaxed capture mode for them (in
+// uploaded the same way: reading a twin back, the allocation and the copy
+// are not stream work of the capture, so the thread steps into relaxed
+// capture mode for them (in
 // global or thread-local mode they are "potentially unsafe" calls that would
 // invalidate the capture), as the graph then reads the Plan at every replay
 // from device memory that lives as long as the rank (the launch pins it).
@@ -147,6 +148,14 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if c.pointers >= maxPointers || c.named >= cmp.Or(c.maxNamed, maxNamedBytes) {
 		c.forget()
 	}
+	// Reading a twin back, the allocation and the copy are not stream work
+	// of a capture the caller may be in; outside relaxed mode each would
+	// invalidate it.
+	mode := uint32(streamCaptureModeRelaxed)
+	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
+		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
+	}
+	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
 	// The host keeps no copy of an image's bytes: holds reads them back.
 	// Two Plans of equal bytes and worker count have equal steps too (the
 	// image's length fixes them), so they share a copy.
@@ -163,11 +172,6 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 		c.remember(p, d)
 		return d, nil
 	}
-	mode := uint32(streamCaptureModeRelaxed)
-	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
-		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
-	}
-	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
 	if c.evictableBytes+size > c.limit() {
 		c.reclaim(copies)
 	}
