@@ -64,8 +64,8 @@ func TestBuildsShareNoSteps(t *testing.T) {
 }
 
 // BenchmarkBuildLarge is the first call of a large shape on 8 ranks: a
-// bfloat16 AllReduce of 128 MiB with the CUDA Atom's default sizes, about
-// 16,000 steps (docs/architecture.md, Caching).
+// bfloat16 AllReduce of 128 MiB with the CUDA Atom's default sizes, 11,904
+// steps with its ring's loops (docs/architecture.md, Caching).
 func BenchmarkBuildLarge(b *testing.B) {
 	topo := snac.Topology{NRanks: 8, Workers: 64, StageHalf: 64 << 20, P2PHalf: 8 << 20, PacketMax: 256 << 10, ChunkMax: 512 << 10}
 	call := &spec.Call{Coll: spec.AllReduce, Type: spec.Bfloat16, Op: spec.Op{Kind: spec.Sum}, Count: 64 << 20,
