@@ -348,3 +348,32 @@ func TestPlansAllocateOnlyToGrow(t *testing.T) {
 	c.free()
 	require.Empty(t, m.mem, "every chunk freed")
 }
+
+// TestScratchGrowsDuringCapture: a multi-node communicator's scratch may
+// first be needed, or outgrown, while the caller's stream is being
+// captured: it grows without waiting for the context (not allowed during
+// a capture, and a stall besides) and without invalidating the capture,
+// and keeps what it outgrew until Close, since a graph captured before
+// may still use it.
+func TestScratchGrowsDuringCapture(t *testing.T) {
+	const launch cuStream = 0x51
+	m := useModelDevice(t, launch)
+	m.capturing, m.mode = true, streamCaptureModeGlobal
+	r := &Rank{ctx: modelContext}
+	var held []uintptr
+	for _, n := range []uint64{1000, 1000, 1500, 5000, 9000, 100} {
+		p, err := r.Scratch(n)
+		require.NoError(t, err, "%d bytes", n)
+		require.Equal(t, uint32(streamCaptureModeGlobal), m.mode, "the thread's capture mode is the caller's again")
+		m.at(devicePtr(p), int(n)) // allocated, n bytes on
+		if len(held) == 0 || held[len(held)-1] != p {
+			held = append(held, p)
+		}
+		for _, q := range held {
+			m.at(devicePtr(q), 1000) // none freed
+		}
+	}
+	require.Len(t, held, 4, "1000; 2000 (twice 1000) for 1500; 5000; 10000 for 9000")
+	r.freeScratch()
+	require.Empty(t, m.mem, "Close frees the scratch and what it outgrew")
+}

@@ -21,9 +21,11 @@ type Rank struct {
 	device int
 	ctx    cuContext
 	// scratch is a multi-node communicator's (Scratch); 0 until asked for.
-	// side is its stream for network phases (SideStream), likewise.
+	// retired holds the scratch it outgrew, kept until Close. side is its
+	// stream for network phases (SideStream), likewise.
 	scratch      devicePtr
 	scratchBytes uint64
+	retired      []devicePtr
 	side         cuStream
 	fn           kernels
 	pdl          bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL; not where ranks share a GPU)
@@ -338,29 +340,45 @@ func (r *Rank) Close() error {
 func (r *Rank) InContext(f func() error) error { return inContext(r.ctx, f) }
 
 // Scratch returns device memory of at least n bytes that the rank keeps
-// until Close, for a multi-node communicator's Programs; it grows by a new
-// allocation once the context's work is done (a cold path: sizes settle
-// after the first calls).
+// until Close, for a multi-node communicator's Programs. Outgrown, it is
+// replaced by a new allocation of at least twice its size, and the old one
+// is kept until Close too: a kernel in flight or a CUDA graph captured
+// earlier may still use it, and a call may come during a capture, where
+// waiting for the context is not allowed (the allocation is made in
+// relaxed capture mode). Doubling keeps what is retired below what is in
+// use.
 func (r *Rank) Scratch(n uint64) (uintptr, error) {
 	if n <= r.scratchBytes {
 		return uintptr(r.scratch), nil
 	}
 	err := inContext(r.ctx, func() error {
-		if r.scratch != 0 {
-			if res := driver.CtxSynchronize(); res != cuSuccess {
-				return cuErr(res, "cuCtxSynchronize", "before growing scratch")
-			}
-			driver.MemFree(r.scratch)
-			r.scratch, r.scratchBytes = 0, 0
+		mode := uint32(streamCaptureModeRelaxed)
+		if res := driver.ThreadExchangeStreamCaptureMode(&mode); res != cuSuccess {
+			return cuErr(res, "cuThreadExchangeStreamCaptureMode")
 		}
+		defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
+		size := max(n, 2*r.scratchBytes)
 		var p devicePtr
-		if res := driver.MemAlloc(&p, uintptr(n)); res != cuSuccess {
-			return cuErr(res, "cuMemAlloc", "scratch of ", n, " bytes")
+		if res := driver.MemAlloc(&p, uintptr(size)); res != cuSuccess {
+			return cuErr(res, "cuMemAlloc", "scratch of ", size, " bytes")
 		}
-		r.scratch, r.scratchBytes = p, n
+		if r.scratch != 0 {
+			r.retired = append(r.retired, r.scratch)
+		}
+		r.scratch, r.scratchBytes = p, size
 		return nil
 	})
 	return uintptr(r.scratch), err
+}
+
+// freeScratch frees the scratch and what it outgrew.
+func (r *Rank) freeScratch() {
+	for _, p := range append(r.retired, r.scratch) {
+		if p != 0 {
+			driver.MemFree(p)
+		}
+	}
+	r.scratch, r.scratchBytes, r.retired = 0, 0, nil
 }
 
 // SideStream is a stream of the rank's own beside the caller's, made on
@@ -378,10 +396,7 @@ func (r *Rank) SideStream() (uintptr, error) {
 }
 
 func (r *Rank) free() {
-	if r.scratch != 0 {
-		driver.MemFree(r.scratch)
-		r.scratch, r.scratchBytes = 0, 0
-	}
+	r.freeScratch()
 	if r.side != 0 {
 		driver.StreamDestroy(r.side)
 		r.side = 0
