@@ -133,7 +133,7 @@ func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epi
 	if epilogue == 1 {
 		fn = r.fn.runEpilogue
 	}
-	switch res := launchKernel(r.ctx, fn, grid, 1, threadsPerBlock, stream, args, r.pdl, counts); res {
+	switch res := launchKernel(r.ctx, fn, grid, 1, threadsPerBlock, stream, args, r.launchesPDL(), counts); res {
 	case cuSuccess:
 	case launchRetry:
 		return errLaunchRetry
@@ -144,7 +144,7 @@ func (r *Rank) launchKernels(grid uint32, stream cuStream, args *launchArgs, epi
 		return nil
 	}
 	// The launch above counted for both kernels (devicePlan.blocks).
-	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.pdl, nil); res != cuSuccess {
+	if res := launchKernel(r.ctx, r.fn.epilogue, grid, epilogue, threadsPerBlock, stream, args, r.launchesPDL(), nil); res != cuSuccess {
 		return cuErr(res, "cuLaunchKernel", "rank ", r.topo.Rank, " epilogue")
 	}
 	return nil

@@ -28,7 +28,7 @@ type Rank struct {
 	retired      []devicePtr
 	side         cuStream
 	fn           kernels
-	pdl          bool        // launches are programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL; not where ranks share a GPU)
+	pdl          bool        // launches may be programmatic dependent launches (compute capability 9.0 and up, PURLIN_PDL; not where ranks share a GPU): launchesPDL
 	order        launchOrder // the rank's launches across streams
 	layout       layout
 	mem          *symmetric
@@ -136,12 +136,19 @@ func (r *Rank) setup(ex atom.Exchange, opts atom.Options) error {
 	return nil
 }
 
+// launchesPDL reports whether the rank's launches are programmatic
+// dependent launches: where the GPU allows it and PURLIN_PDL does, unless
+// ranks of this process share its device, now or since a communicator
+// placed them so (deviceShared; shareDevices says why).
+func (r *Rank) launchesPDL() bool { return r.pdl && !deviceShared(r.device) }
+
 // shareDevices adapts a communicator whose ranks share GPUs (ranks of one
 // process that NCCL would refuse as duplicates): their kernels wait for
 // each other, so they must all be on a GPU's SMs at once. Programmatic
 // dependent launch is turned off: with it, four to eight ranks on one H200
 // waited for each other until the timeout where the same calls without it
-// ended (docs/performance.md, twenty-second session). And a Plan gets at
+// ended (docs/performance.md, twenty-second session); it is off for every
+// rank on such a device, of any communicator (launchesPDL). And a Plan gets at
 // most SMs / crowd blocks (taking a block of purlin_run to fill an SM, as
 // its launch bounds allow), the same
 // number on every rank: crowd is the same everywhere, and so are the SMs of

@@ -216,3 +216,29 @@ func TestCrowdCountsSharers(t *testing.T) {
 		require.Equal(t, tc.want, crowd(tc.devices), "%v", tc.devices)
 	}
 }
+
+// TestSharedDeviceTurnsOffPDL: a communicator that puts two ranks on a
+// device marks it, and then no rank on it launches with programmatic
+// dependent launch, also one alone on it in its own communicator (a split
+// of one rank), made before the marking or after; other devices keep it.
+func TestSharedDeviceTurnsOffPDL(t *testing.T) {
+	const a, b, c = 61, 62, 63 // devices no GPU test of this binary uses
+	t.Cleanup(func() {
+		for _, d := range []int{a, b, c} {
+			sharedDevices[d].Store(false)
+		}
+	})
+	alone, other := &Rank{pdl: true, device: b}, &Rank{pdl: true, device: a}
+	require.True(t, alone.launchesPDL(), "before any communicator shares its device")
+	markShared([]int{a, b, c, b})
+	require.False(t, deviceShared(a))
+	require.True(t, deviceShared(b))
+	require.False(t, deviceShared(c))
+	require.False(t, alone.launchesPDL(), "a rank made before the marking")
+	require.False(t, (&Rank{pdl: true, device: b}).launchesPDL(), "a rank made after it")
+	require.True(t, other.launchesPDL(), "a device that one rank holds")
+	require.False(t, (&Rank{device: a}).launchesPDL(), "PDL not usable, or PURLIN_PDL=0")
+	markShared([]int{-1, -1, 1000, 1000}) // no such devices: nothing to mark, no panic
+	require.False(t, deviceShared(-1))
+	require.False(t, deviceShared(1000))
+}

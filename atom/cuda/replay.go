@@ -44,7 +44,7 @@ func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size 
 		last: (*C.uint64_t)(unsafe.Pointer(r.order.last)), grid: C.uint32_t(d.nworkers), block: threadsPerBlock,
 		send: C.uint32_t(unsafe.Offsetof(launchArgs{}.Send)), recv: C.uint32_t(unsafe.Offsetof(launchArgs{}.Recv)),
 	}
-	if r.pdl {
+	if r.launchesPDL() {
 		h.launchEx = C.uintptr_t(hot.launchKernelEx)
 	}
 	var bufs [1]atom.Buffers // written at issue

@@ -3,6 +3,8 @@ package cuda
 import (
 	"encoding/binary"
 	"os"
+	"slices"
+	"sync/atomic"
 
 	"purlin/atom"
 	"purlin/errs"
@@ -96,6 +98,7 @@ func shareSymmetric(ex atom.Exchange, device int, w layout) (*symmetric, error) 
 			return fail(errs.New(errs.ErrUnsupported, "cuda symmetric memory rank %d: rank %d's device %d cannot access rank %d's device %d (no peer access)", ex.Rank(), a, devices[a], b, devices[b]))
 		}
 		s.crowd = crowd(devices)
+		markShared(devices)
 		for r, m := range all {
 			if r == ex.Rank() {
 				s.base[r] = uint64(mine.ptr)
@@ -144,6 +147,25 @@ func crowd(devices []int) int {
 	}
 	return most
 }
+
+// sharedDevices marks the devices of this process that a communicator put
+// two or more of its ranks on (markShared). A rank on one launches without
+// programmatic dependent launch whatever its own communicator's crowd
+// (Rank.launchesPDL): a split that leaves it alone on the device still
+// runs its kernels among those ranks' kernels, which wait for each other.
+var sharedDevices [64]atomic.Bool
+
+// markShared marks the devices that hold more than one of devices' ranks.
+func markShared(devices []int) {
+	for i, d := range devices {
+		if d >= 0 && d < len(sharedDevices) && slices.Contains(devices[i+1:], d) {
+			sharedDevices[d].Store(true)
+		}
+	}
+}
+
+// deviceShared reports whether ranks of this process share device d.
+func deviceShared(d int) bool { return d >= 0 && d < len(sharedDevices) && sharedDevices[d].Load() }
 
 // barrier returns once every rank has mapped every rank's memory, before anyone
 // launches (and before a rank whose init fails frees what others map).
