@@ -45,7 +45,8 @@
 # row Purlin measured, NCCL's beside it where NCCL has the collective, in the
 # form of docs/perf/2xh200.json: copy it there to record a run), and perf.svg (its plot, tools/perfplot.py). GPU_BUDGET_S (default 560) bounds the whole run: a part that
 # would start past it is skipped. NVLink multicast stays off.
-# NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count.
+# NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count; above
+# the GPUs listed ranks share GPUs, and NCCL's runs are left out (it refuses them).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-30}"
@@ -80,7 +81,15 @@ verdict() {
 head -4 "$out/env.log"
 
 source "$root/tests/gpu/ngpus.sh"
-echo "NGPUS=$NGPUS" >>"$out/env.log"
+echo "NGPUS=$NGPUS GPUS_LISTED=$GPUS_LISTED" >>"$out/env.log"
+# Ranks that share GPUs (NGPUS above the GPUs listed): NCCL refuses them
+# ("Duplicate GPU detected"), so its runs are left out and difftest checks
+# Purlin against its float64 reference alone; timings then cross no NVLink.
+libs=(purlin nccl)
+if (( GPUS_LISTED > 0 && NGPUS > GPUS_LISTED )); then
+  libs=(purlin)
+  note "NOTE $NGPUS ranks on $GPUS_LISTED GPU(s): ranks share GPUs, which NCCL refuses; NCCL's runs are left out, difftest checks Purlin alone"
+fi
 source "$root/tests/gpu/build-perf.sh"
 verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
 
@@ -144,7 +153,8 @@ perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-
 }
 # One process driving every GPU: eager up to 1 GiB (AllReduce, AllGather) or
 # 512 MiB, and CUDA graphs up to 64 MiB (one process per GPU: part perf-procs).
-for lib in purlin nccl; do
+: >"$out/perf-nccl.txt"
+for lib in "${libs[@]}"; do
   : >"$out/perf-$lib.txt"
   for c in "${big[@]}"; do perf "$lib" eager 60 "$c" -b 16 -e 1G -f 4 -n 20 -w 2 -c 1; done
   for c in "${rest[@]}"; do perf "$lib" eager 40 "$c" -b 8 -e 512M -f 4 -n 20 -w 2 -c 1; done
@@ -152,14 +162,14 @@ for lib in purlin nccl; do
     perf "$lib" eager 40 "$c" -b 16 -e 1G -f 4 -n 10 -w 1 -c 1 -u 0
   done
 done
-for lib in purlin nccl; do
+for lib in "${libs[@]}"; do
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -b 8 -e 64M -f 2 -n 20 -w 2 -c 1 -G 10; done
   for c in allreduce reducescatter reduce; do perf "$lib" graph 20 "$c" -d bfloat16 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
 done
 declare -A perf_from=([purlin]=1 [nccl]=1)
 perf_verdicts() { # perf_verdicts PART: a verdict per library on its runs since the last verdicts
   local lib w r ok s part
-  for lib in purlin nccl; do
+  for lib in "${libs[@]}"; do
     part=$(tail -n "+${perf_from[$lib]}" "$out/perf-$lib.txt")
     perf_from[$lib]=$(( $(wc -l <"$out/perf-$lib.txt") + 1 ))
     w=$(grep "Out of bounds" <<<"$part" | grep -c FAILED)
@@ -182,10 +192,12 @@ else note "SKIP mproc"; fi
 # "difftest: PASS|FAIL" line, and every failure its seed and program (they replay it).
 difftest() { # difftest NAME CAP PROCS PROGRAMS
   local t; t=$(left "$2")
-  if (( t > 10 )) && [[ -f $nccl_lib/libnccl.so.2 && -f $gpu/lib/libpurlin.so ]]; then
+  local with="purlin=$gpu/lib/libpurlin.so"
+  [[ ${libs[*]} == *nccl* ]] && with+=",nccl=$nccl_lib/libnccl.so.2"
+  if (( t > 10 )) && [[ ( -f $nccl_lib/libnccl.so.2 || $with != *nccl* ) && -f $gpu/lib/libpurlin.so ]]; then
     echo "## difftest $1" >>"$out/e2e.log"
     timeout -k 5 "$t" python3 "$root/tests/diff/difftest.py" --device cuda --nranks "$NGPUS" --procs "$3" \
-      --programs "$4" --libs "purlin=$gpu/lib/libpurlin.so,nccl=$nccl_lib/libnccl.so.2" --timeout "$(( t - 5 ))" \
+      --programs "$4" --libs "$with" --timeout "$(( t - 5 ))" \
       >>"$out/e2e.log" 2>&1
     local s=$?
     verdict "difftest-$1" $s "($(grep -E '^difftest: (PASS|FAIL)' "$out/e2e.log" | tail -1 | cut -c11-220))"
@@ -218,14 +230,14 @@ if (( t > 20 )) && [[ -x $gpu/comm.test ]]; then
 else note "SKIP gotests-comm (no time or no binary)"; fi
 
 # ---------- perf-procs: one process per GPU (-m 1), Purlin and NCCL, near the end: it may be cut ----------
-for lib in purlin nccl; do
+for lib in "${libs[@]}"; do
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -m 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -m 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
 done
 perf_verdicts perf-procs
 
 # ---------- perf-registered: symmetric windows on both libraries (-R 1), last: it may be cut ----------
-for lib in purlin nccl; do
+for lib in "${libs[@]}"; do
   for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -R 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
 done
 perf_verdicts perf-registered
