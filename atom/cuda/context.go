@@ -22,3 +22,16 @@ func inContext(ctx cuContext, f func() error) error {
 	}
 	return f()
 }
+
+// relaxedCapture puts the calling thread in relaxed stream-capture mode
+// until restore gives it its mode back. In global or thread-local mode,
+// calls that are not stream work of a capture in progress (an allocation,
+// a copy waited for on another stream) are "potentially unsafe" and would
+// invalidate the capture. The caller holds the thread (inContext).
+func relaxedCapture() (restore func(), err error) {
+	mode := uint32(streamCaptureModeRelaxed)
+	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
+		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
+	}
+	return func() { driver.ThreadExchangeStreamCaptureMode(&mode) }, nil
+}

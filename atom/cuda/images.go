@@ -128,12 +128,10 @@ func (c *plans) lookup(p *snac.Plan) *devicePlan {
 //
 // A Plan first seen while a stream is being captured into a CUDA graph is
 // uploaded the same way: reading a twin back, the allocation and the copy
-// are not stream work of the capture, so the thread steps into relaxed
-// capture mode for them (in
-// global or thread-local mode they are "potentially unsafe" calls that would
-// invalidate the capture), as the graph then reads the Plan at every replay
-// from device memory that lives as long as the rank (the launch pins it).
-// There is no limit on how many new shapes a capture may hold.
+// are not stream work of the capture, so the thread is in relaxed capture
+// mode for them (relaxedCapture), as the graph then reads the Plan at every
+// replay from device memory that lives as long as the rank (the launch pins
+// it). There is no limit on how many new shapes a capture may hold.
 func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -148,14 +146,11 @@ func (c *plans) upload(p *snac.Plan, copies cuStream) (*devicePlan, error) {
 	if c.pointers >= maxPointers || c.named >= cmp.Or(c.maxNamed, maxNamedBytes) {
 		c.forget()
 	}
-	// Reading a twin back, the allocation and the copy are not stream work
-	// of a capture the caller may be in; outside relaxed mode each would
-	// invalidate it.
-	mode := uint32(streamCaptureModeRelaxed)
-	if r := driver.ThreadExchangeStreamCaptureMode(&mode); r != cuSuccess {
-		return nil, cuErr(r, "cuThreadExchangeStreamCaptureMode")
+	restore, err := relaxedCapture()
+	if err != nil {
+		return nil, err
 	}
-	defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
+	defer restore()
 	// The host keeps no copy of an image's bytes: holds reads them back.
 	// Two Plans of equal bytes and worker count have equal steps too (the
 	// image's length fixes them), so they share a copy.

@@ -352,18 +352,18 @@ func (r *Rank) InContext(f func() error) error { return inContext(r.ctx, f) }
 // is kept until Close too: a kernel in flight or a CUDA graph captured
 // earlier may still use it, and a call may come during a capture, where
 // waiting for the context is not allowed (the allocation is made in
-// relaxed capture mode). Doubling keeps what is retired below what is in
-// use.
+// relaxed capture mode: relaxedCapture). Doubling keeps what is retired
+// below what is in use.
 func (r *Rank) Scratch(n uint64) (uintptr, error) {
 	if n <= r.scratchBytes {
 		return uintptr(r.scratch), nil
 	}
 	err := inContext(r.ctx, func() error {
-		mode := uint32(streamCaptureModeRelaxed)
-		if res := driver.ThreadExchangeStreamCaptureMode(&mode); res != cuSuccess {
-			return cuErr(res, "cuThreadExchangeStreamCaptureMode")
+		restore, err := relaxedCapture()
+		if err != nil {
+			return err
 		}
-		defer driver.ThreadExchangeStreamCaptureMode(&mode) // the caller's mode again
+		defer restore()
 		size := max(n, 2*r.scratchBytes)
 		var p devicePtr
 		if res := driver.MemAlloc(&p, uintptr(size)); res != cuSuccess {
