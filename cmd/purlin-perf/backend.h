@@ -39,10 +39,13 @@ int backend_sync(int r, ncclComm_t comm);
 /* A monotonic clock in microseconds. */
 double backend_now_us(void);
 
-/* CUDA graphs (-G): capture rank r's stream, then replay it. The host backend returns errors. */
+/* CUDA graphs (-G): capture rank r's stream, instantiate its graph once every rank's capture has
+ * ended and before any rank launches (README: ranks that share a GPU), then replay it. The host
+ * backend returns errors. */
 int backend_graph_supported(void);
 int backend_capture_begin(int r);
 int backend_capture_end(int r);
+int backend_graph_instantiate(int r);
 int backend_graph_launch(int r);
 void backend_graph_destroy(int r);
 

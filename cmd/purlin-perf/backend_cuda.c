@@ -131,13 +131,15 @@ int backend_capture_end(int r) {
   return 0;
 }
 
-/* Instantiated at the first launch: CUDA refuses it while another rank's stream
- * is still capturing in this thread. */
+/* Called for every rank once every capture has ended (CUDA refuses it while
+ * another rank's stream is still capturing in this thread), before any launch. */
+int backend_graph_instantiate(int r) {
+  CUDACHECK(cudaSetDevice(device_of(r)), r);
+  CUDACHECK(cudaGraphInstantiate(&execs[r], graphs[r], 0), r);
+  return 0;
+}
+
 int backend_graph_launch(int r) {
-  if (!execs[r]) {
-    CUDACHECK(cudaSetDevice(device_of(r)), r);
-    CUDACHECK(cudaGraphInstantiate(&execs[r], graphs[r], 0), r);
-  }
   CUDACHECK(cudaGraphLaunch(execs[r], streams[r]), r);
   return 0;
 }

@@ -218,6 +218,7 @@ static double time_iters(session_t* s, const coll_t* coll, const call_t* c) {
     for (int r = s->first; r < s->first + s->count; r++) must(backend_capture_begin(r));
     for (int i = 0; i < o->iters; i++) run_once(s, coll, c);
     for (int r = s->first; r < s->first + s->count; r++) must(backend_capture_end(r));
+    for (int r = s->first; r < s->first + s->count; r++) must(backend_graph_instantiate(r));
     for (int r = s->first; r < s->first + s->count; r++) must(backend_graph_launch(r)); /* warm the graph */
     sync_all(s);
     double t0 = backend_now_us();

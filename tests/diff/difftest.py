@@ -231,6 +231,8 @@ class Session:
                 self._steps(p, lays, redops)
                 for g in self.ranks:
                     self.mem.capture_end(g)
+                for g in self.ranks:
+                    self.mem.instantiate(g)
             for r in range(p.replays):
                 for g in self.ranks:
                     self.mem.upload(g, images[(g, r)])

@@ -16,8 +16,12 @@ runtimes share); arenas come from cuMemAlloc; both streams are non-blocking.
 Staging copies run on the rank's stream 0 and are waited for. Waiting polls
 the streams and each communicator's async error, under a deadline. Graphs:
 each rank's stream 0 captures (thread-local mode) with stream 1 forked in
-and joined back through events; a graph is instantiated after every rank's
-capture has ended.
+and joined back through events. Every rank's graph is instantiated once every
+capture has ended (CUDA refuses it while another stream of the thread captures)
+and before any is launched: with four ranks on one H200, instantiating each
+graph at its rank's first launch hung programs that fork and join the two
+streams, since the last rank launched finished its kernels but no peer ever saw
+what it wrote; instantiating them all first, the same programs passed.
 """
 
 from __future__ import annotations
@@ -228,12 +232,16 @@ class CudaMemory:
         if graph.value:
             self.cu.cuGraphDestroy(graph)
 
+    def instantiate(self, g: int) -> None:
+        """Makes g's graph executable. Session.run does so for every rank
+        before it launches any: see the module's docstring."""
+        self.select(g)
+        exe = c_void_p()
+        self.call("cuGraphInstantiateWithFlags", byref(exe), self.graph[g], 0)
+        self.exec[g] = exe.value
+
     def launch(self, g: int) -> None:
         self.select(g)
-        if g not in self.exec:
-            exe = c_void_p()
-            self.call("cuGraphInstantiateWithFlags", byref(exe), self.graph[g], 0)
-            self.exec[g] = exe.value
         self.call("cuGraphLaunch", self.exec[g], self.streams[g][0])
 
     def drop_graph(self, g: int) -> None:
