@@ -40,7 +40,8 @@ int backend_sync(int r, ncclComm_t comm);
 double backend_now_us(void);
 
 /* CUDA graphs (-G): capture rank r's stream, instantiate its graph once every rank's capture has
- * ended and before any rank launches (README: ranks that share a GPU), then replay it. The host
+ * ended and before any rank launches (instantiating may allocate, which holds later work behind the
+ * ranks already waiting: README, ranks that share a GPU), then replay it. The host
  * backend returns errors. */
 int backend_graph_supported(void);
 int backend_capture_begin(int r);
