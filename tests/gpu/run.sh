@@ -28,7 +28,8 @@
 #   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
 #             and on NCCL in one process, compared with each other and with a
 #             float64 reference; one process driving $NGPUS GPUs (300 programs),
-#             then $NGPUS processes (200)
+#             then $NGPUS processes (200); where ranks share GPUs, with each
+#             collective's blocks capped so that every rank's two streams fit
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests), then comm's CUDA tests
 #   perf-procs the same as perf with one process per GPU (-m 1): graph 8 B..1 MiB,
@@ -85,10 +86,17 @@ echo "NGPUS=$NGPUS GPUS_LISTED=$GPUS_LISTED" >>"$out/env.log"
 # Ranks that share GPUs (NGPUS above the GPUs listed): NCCL refuses them
 # ("Duplicate GPU detected"), so its runs are left out and difftest checks
 # Purlin against its float64 reference alone; timings then cross no NVLink.
-libs=(purlin nccl)
+# difftest runs calls of several communicators at once, on two streams a rank:
+# on a shared GPU their blocks must fit it together (README, Configuration), so
+# each collective there gets at most SMs / (2 x ranks a GPU) - 1 blocks.
+libs=(purlin nccl) difftest_env=()
 if (( GPUS_LISTED > 0 && NGPUS > GPUS_LISTED )); then
   libs=(purlin)
   note "NOTE $NGPUS ranks on $GPUS_LISTED GPU(s): ranks share GPUs, which NCCL refuses; NCCL's runs are left out, difftest checks Purlin alone"
+  sms=$(python3 -c 'import ctypes as c; cu = c.CDLL("libcuda.so.1"); d, v = c.c_int(), c.c_int(); cu.cuInit(0); cu.cuDeviceGet(c.byref(d), 0); print(v.value if cu.cuDeviceGetAttribute(c.byref(v), 16, d) == 0 else 0)' 2>/dev/null || echo 0)
+  per=$(( (NGPUS + GPUS_LISTED - 1) / GPUS_LISTED ))
+  (( sms > 0 )) && difftest_env=("PURLIN_MAX_CTAS=$(( sms / (2 * per) > 1 ? sms / (2 * per) - 1 : 1 ))")
+  echo "difftest: ${difftest_env[*]:-no block cap} ($sms SMs, $per ranks a GPU)" >>"$out/env.log"
 fi
 source "$root/tests/gpu/build-perf.sh"
 verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
@@ -199,7 +207,7 @@ difftest() { # difftest NAME CAP PROCS PROGRAMS
   fi
   if (( t > 10 && missing == 0 )) && [[ -f $gpu/lib/libpurlin.so ]]; then
     echo "## difftest $1" >>"$out/e2e.log"
-    timeout -k 5 "$t" python3 "$root/tests/diff/difftest.py" --device cuda --nranks "$NGPUS" --procs "$3" \
+    env "${difftest_env[@]}" timeout -k 5 "$t" python3 "$root/tests/diff/difftest.py" --device cuda --nranks "$NGPUS" --procs "$3" \
       --programs "$4" --libs "$with" --timeout "$(( t - 5 ))" \
       >>"$out/e2e.log" 2>&1
     local s=$?
