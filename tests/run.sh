@@ -115,13 +115,15 @@ suite_python() {
 
 # The differential test's host half (tests/diff/difftest.py): seeded random programs
 # on the host Atom against the float64 reference, after the checker's dry-run self-test;
-# one process driving 2 ranks, then 2 processes. DIFFTEST_PROGRAMS (default 200) scales
-# it; a failure prints its seed and program, which replay it.
+# one process driving 2 ranks, then 2 processes, then one program cut to its first call
+# (--calls). DIFFTEST_PROGRAMS (default 200) scales it; a failure prints its seed and
+# program, which replay it.
 suite_diff() {
   if ! $make --no-print-directory lib; then note "diff: 0 passed, 1 failed (build)"; return 1; fi
   python_venv || { note "diff: 0 passed, 1 failed (could not install numpy into .venv)"; return 1; }
   local n=${DIFFTEST_PROGRAMS:-200} passed=0 failed=0 args
-  for args in "--dry-run --programs $n" "--procs 1 --programs $n" "--procs 2 --programs $((n / 2))"; do
+  for args in "--dry-run --programs $n" "--procs 1 --programs $n" "--procs 2 --programs $((n / 2))" \
+    "--procs 1 --program 3 --calls 0"; do
     # shellcheck disable=SC2086 # args holds several words
     if PURLIN_ATOM=host PURLIN_TIMEOUT=20 timeout -k 10 300 "$py" tests/diff/difftest.py --device host \
       --libs "purlin=$root/build/libpurlin.so" --timeout 280 $args; then passed=$((passed + 1)); else failed=$((failed + 1)); fi

@@ -5,6 +5,8 @@
   difftest.py --device host --libs purlin=LIBPURLIN [--procs 1|N]
   difftest.py --dry-run
   difftest.py ... --seed S --program I       (replays one program, printing it)
+  difftest.py ... --seed S --program I --calls 0,2,3
+                                             (only those of its calls, to narrow a failure down)
 
 Programs come from program.py: calls of every collective, element type and
 reduction (PreMulSum with a scalar per rank, host-immediate or in device
@@ -382,7 +384,9 @@ def replay_hint(opts, p: prog.Program) -> str:
     without = ",".join(sorted(opts.without)) or "none"
     caps = f"--max-count {opts.max_count} --max-bytes {opts.max_bytes} --without {without}"
     libs = ",".join(f"{name}={path}" for name, path in opts.libs) or "purlin=build/libpurlin.so"
-    return f"replay: python3 tests/diff/difftest.py {mode} {caps} --libs {libs} --seed {p.seed} --program {p.index}"
+    calls = f" --calls {','.join(map(str, sorted(opts.calls)))}" if opts.calls is not None else ""
+    return (f"replay: python3 tests/diff/difftest.py {mode} {caps} --libs {libs} --seed {p.seed} "
+            f"--program {p.index}{calls}")
 
 
 def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report:
@@ -393,6 +397,8 @@ def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report
         if done and done % 100 == 0 and 0 in ranks:
             print(f"difftest: {done} programs in {time.monotonic() - t0:.1f} s", flush=True)
         p = prog.generate(opts.seed, index, opts.nranks, opts.max_count, opts.max_bytes, without=opts.without)
+        if opts.calls is not None:
+            p = prog.keep_calls(p, opts.calls)
         if opts.verbose or opts.program is not None:
             print(p.describe(), flush=True)
         lays = {g: prog.layout(p, g) for g in ranks}
@@ -548,6 +554,9 @@ def parse(argv: List[str]):
     ap.add_argument("--programs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=None, help="default: DIFFTEST_SEED, else random (printed)")
     ap.add_argument("--program", type=int, default=None, help="run only this program index")
+    ap.add_argument("--calls", default=None,
+                    help="with --program: only these of its calls, comma-separated (numbered as its listing "
+                    "numbers them; the cut program numbers its own anew), to narrow a failure down")
     ap.add_argument("--max-count", type=int, default=None, help="largest count (default 2^19 cuda, 2^14 host)")
     ap.add_argument("--max-bytes", type=int, default=None, help="one rank's buffers per program (48 MiB, 8 MiB)")
     ap.add_argument("--dry-run", action="store_true", help="no library: model results, checker self-test")
@@ -581,6 +590,15 @@ def parse(argv: List[str]):
     opts.max_bytes = opts.max_bytes or ((48 if big else 8) << 20)
     opts.arena = opts.max_bytes + opts.max_bytes // 8 + (1 << 20)
     opts.indices = [opts.program] if opts.program is not None else list(range(opts.programs))
+    if opts.calls is not None:
+        if opts.program is None:
+            ap.error("--calls needs --program")
+        try:
+            opts.calls = frozenset(int(c) for c in opts.calls.split(",") if c)
+            prog.keep_calls(prog.generate(opts.seed, opts.program, opts.nranks, opts.max_count, opts.max_bytes,
+                                          without=opts.without), opts.calls)
+        except ValueError as exc:
+            ap.error(f"--calls: {exc}")
     if opts.dry_run:
         opts.self_check = max(opts.indices) + 1
     return opts

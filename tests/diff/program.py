@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
@@ -163,6 +163,7 @@ class Program:
     steps: List[List[Op]]
     graph: bool
     early_destroy: bool  # PreMulSum ops destroyed right after their step (eager only)
+    cut: str = ""  # keep_calls: which of the generated program's calls it kept
     ops: List[Op] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -175,7 +176,8 @@ class Program:
     def describe(self) -> str:
         head = (f"program {self.index} of seed {self.seed}: {self.nranks} ranks, "
                 f"{'CUDA graph, 2 replays' if self.graph else 'eager'}"
-                f"{', PreMulSum ops destroyed after their step' if self.early_destroy else ''}")
+                f"{', PreMulSum ops destroyed after their step' if self.early_destroy else ''}"
+                f"{', ' + self.cut if self.cut else ''}")
         lines, j = [head], 0
         for s, step in enumerate(self.steps):
             for op in step:
@@ -296,6 +298,23 @@ def generate(seed: int, index: int, nranks: int, max_count: int = 1 << 19,
         for op in (op for step in steps for op in step):
             op.scalars = op.scalars[:1]
     return Program(seed, index, nranks, steps, graph, early_destroy=early)
+
+
+def keep_calls(p: Program, calls: FrozenSet[int]) -> Program:
+    """p cut down to the calls numbered in calls (as p.describe() numbers them), each in its
+    step, the others and the steps left empty dropped; the cut program numbers its calls anew.
+    How a failing program is narrowed to the calls that make it fail."""
+    unknown = sorted(calls - set(range(len(p.ops))))
+    if unknown:
+        raise ValueError(f"program {p.index} has calls 0-{len(p.ops) - 1}, not {unknown}")
+    steps, j = [], 0
+    for step in p.steps:
+        kept = [op for k, op in enumerate(step, j) if k in calls]
+        j += len(step)
+        if kept:
+            steps.append(kept)
+    cut = f"only its calls {','.join(map(str, sorted(calls)))} of {len(p.ops)}"
+    return Program(p.seed, p.index, p.nranks, steps, p.graph, p.early_destroy, cut)
 
 
 # ---------------------------------------------------------------- inputs and expectations
