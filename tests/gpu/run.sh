@@ -29,7 +29,8 @@
 #             and on NCCL in one process, compared with each other and with a
 #             float64 reference; one process driving $NGPUS GPUs (300 programs),
 #             then $NGPUS processes (200); where ranks share GPUs, with each
-#             collective's blocks capped so that every rank's two streams fit
+#             collective's blocks capped so that every rank's two streams'
+#             collectives fit on the GPU together
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
 #   gotests   build/gpu/cuda.test (atom/cuda's Go GPU tests), then comm's CUDA tests
 #   perf-procs the same as perf with one process per GPU (-m 1): graph 8 B..1 MiB,
@@ -88,7 +89,8 @@ echo "NGPUS=$NGPUS GPUS_LISTED=$GPUS_LISTED" >>"$out/env.log"
 # Purlin against its float64 reference alone; timings then cross no NVLink.
 # difftest runs calls of several communicators at once, on two streams a rank:
 # on a shared GPU their blocks must fit it together (README, Configuration), so
-# each collective there gets at most SMs / (2 x ranks a GPU) - 1 blocks.
+# each collective there gets at most SMs / (2 x ranks a GPU) - 1 blocks (a
+# group's sends and receives merged into a collective's launch add theirs).
 libs=(purlin nccl) difftest_env=()
 if (( GPUS_LISTED > 0 && NGPUS > GPUS_LISTED )); then
   libs=(purlin)
