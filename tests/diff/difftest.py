@@ -37,7 +37,10 @@ same faults in the first N programs' real results.
 Features that fail on Purlin today (program.KNOWN_FAILING) are left out
 unless --without or DIFFTEST_WITHOUT names others ("none": leave out nothing);
 the run's first lines say which. Every failure prints the command that
-replays it (--seed S --program I with the same shape options). Exit status:
+replays it (--seed S --program I with the same shape options); one that stops a
+library (an error, a hang) also prints every communicator's asynchronous error
+on every rank that has one, so where each rank stopped, not only the first.
+Exit status:
 0 when every program passed.
 """
 
@@ -74,9 +77,10 @@ class Failed(Exception):
     """A library call failed or a rank hung: the session stops (every session, after a hang:
     its work may still hold the streams they share)."""
 
-    def __init__(self, text: str, hang: bool):
+    def __init__(self, text: str, hang: bool, where: Optional[List[str]] = None):
         super().__init__(text)
         self.hang = hang
+        self.where = where or []  # Session.stopped_at
 
 
 # ---------------------------------------------------------------- one library
@@ -220,6 +224,21 @@ class Session:
         for g in self.ranks:
             self.mem.wait(g, self.lib, [self.comms[c][g] for c in range(len(prog.COMMS))], deadline)
 
+    def stopped_at(self) -> List[str]:
+        """After a failure, each communicator's asynchronous error on each local rank that has
+        one, a second on (its other ranks' waits end about then): where every rank stopped,
+        which Purlin names (rank, block, step, flag slot), not only the first to report."""
+        time.sleep(1)
+        out = []
+        for c, name in enumerate(prog.COMMS):
+            for g in self.ranks:
+                self.mem.select(g)
+                try:
+                    self.lib.check_async(self.comms[c][g])
+                except NCCLError as exc:
+                    out.append(f"{name}, global rank {g}: {str(exc).rsplit('purlin: ', 1)[-1]}")
+        return out
+
     def run(self, p: prog.Program, lays, images, timeout: float) -> Dict[Tuple[int, int], np.ndarray]:
         """Runs p; returns every local rank's arena after each replay."""
         deadline = time.monotonic() + timeout
@@ -255,7 +274,7 @@ class Session:
                 for g in self.ranks:
                     self.mem.capture_abandon(g)
             self.broken = f"{type(exc).__name__}: {exc}"
-            raise Failed(self.broken, isinstance(exc, memory.Hang)) from exc
+            raise Failed(self.broken, isinstance(exc, memory.Hang), self.stopped_at()) from exc
         return out
 
 
@@ -411,6 +430,7 @@ def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report
                 images[(g, r)] = lays[g].image(p, inputs, g, r)
                 expects[(g, r)] = [prog.expect(p, inputs, j, g, r) for j in range(len(p.ops))]
         issues: List[str] = []
+        stops: List[str] = []  # where each rank stopped, after a library failed
         outs = {}
         if not sessions:  # dry run
             outs["model"] = {(g, r): model(p, lays[g], images[(g, r)], expects[(g, r)]) for (g, r) in images}
@@ -422,6 +442,7 @@ def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report
             except Failed as exc:
                 rep.counts[f"{s.name} errors"] += 1
                 issues.append(f"{s.name}: {exc} (this library stops here)")
+                stops += [f"{s.name} stopped at: {w}" for w in exc.where]
                 if exc.hang:
                     for other in sessions:
                         other.broken = other.broken or f"stopped after {s.name} hung"
@@ -459,6 +480,7 @@ def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report
             rep.lines += [head] + [f"  - {m}" for m in issues[:MAX_REPORTED]]
             if len(issues) > MAX_REPORTED:
                 rep.lines.append(f"  - ... {len(issues) - MAX_REPORTED} more")
+            rep.lines += [f"    {w}" for w in stops]
             rep.lines.append("  " + replay_hint(opts, p))
         for line in rep.lines:
             print(line, flush=True)
