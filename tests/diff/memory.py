@@ -19,7 +19,7 @@ each rank's stream 0 captures (thread-local mode) with stream 1 forked in
 and joined back through events. Every rank's graph is instantiated once every
 capture has ended (CUDA refuses it while another stream of the thread captures)
 and before any is launched. Instantiating may allocate device memory, after
-which CUDA holds new work until the work already on the GPU ends (implicit
+which CUDA may hold new work until the work already on the GPU ends (implicit
 synchronization): with four ranks on one H200 and each graph instantiated at its
 rank's first launch, the last rank's kernels waited for its peers' kernels,
 which waited for them, until the timeout (programs that fork and join the two
