@@ -18,12 +18,8 @@ the streams and each communicator's async error, under a deadline. Graphs:
 each rank's stream 0 captures (thread-local mode) with stream 1 forked in
 and joined back through events. Every rank's graph is instantiated once every
 capture has ended (CUDA refuses it while another stream of the thread captures)
-and before any is launched. Instantiating may allocate device memory, after
-which CUDA may hold new work until the work already on the GPU ends (implicit
-synchronization): with four ranks on one H200 and each graph instantiated at its
-rank's first launch, the last rank's kernels waited for its peers' kernels,
-which waited for them, until the timeout (programs that fork and join the two
-streams); instantiated first, the same programs passed.
+and before any is launched: the README (Configuration) says why, for ranks that
+share a GPU.
 """
 
 from __future__ import annotations
