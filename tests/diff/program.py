@@ -199,8 +199,8 @@ def _count(rng: random.Random, max_count: int) -> int:
         n = rng.randint(65, 4096)
     elif r < 0.95:
         n = rng.randint(4097, 65536)
-    else:
-        n = rng.randint(65537, 1 << 19)
+    else:  # up to max_count where it is larger (the same draws as before where it is not)
+        n = rng.randint(65537, max(1 << 19, max_count))
     n = min(n, max_count)
     return n | 1 if rng.random() < 0.5 else n
 

@@ -28,7 +28,8 @@
 #   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
 #             and on NCCL in one process, compared with each other and with a
 #             float64 reference; one process driving $NGPUS GPUs (300 programs),
-#             then $NGPUS processes (200); where ranks share GPUs, with each
+#             then $NGPUS processes (200), then large messages (60 programs, one
+#             call in twenty up to 2^24 elements); where ranks share GPUs, with each
 #             collective's blocks capped so that every rank's two streams'
 #             collectives fit on the GPU together
 #   memcheck  compute-sanitizer memcheck on a small purlin-perf run
@@ -200,7 +201,7 @@ else note "SKIP mproc"; fi
 # ---------- difftest: random programs on Purlin and on NCCL, compared (tests/diff) ----------
 # One process driving every GPU, then one process per GPU; each run prints one
 # "difftest: PASS|FAIL" line, and every failure its seed and program (they replay it).
-difftest() { # difftest NAME CAP PROCS PROGRAMS
+difftest() { # difftest NAME CAP PROCS PROGRAMS [DIFFTEST-OPTION...]
   local t; t=$(left "$2")
   local with="purlin=$gpu/lib/libpurlin.so" missing=0
   if [[ ${libs[*]} == *nccl* ]]; then
@@ -210,7 +211,7 @@ difftest() { # difftest NAME CAP PROCS PROGRAMS
   if (( t > 10 && missing == 0 )) && [[ -f $gpu/lib/libpurlin.so ]]; then
     echo "## difftest $1" >>"$out/e2e.log"
     env "${difftest_env[@]}" timeout -k 5 "$t" python3 "$root/tests/diff/difftest.py" --device cuda --nranks "$NGPUS" --procs "$3" \
-      --programs "$4" --libs "$with" --timeout "$(( t - 5 ))" \
+      --programs "$4" --libs "$with" --timeout "$(( t - 5 ))" "${@:5}" \
       >>"$out/e2e.log" 2>&1
     local s=$?
     verdict "difftest-$1" $s "($(grep -E '^difftest: (PASS|FAIL)' "$out/e2e.log" | tail -1 | cut -c11-220))"
@@ -219,6 +220,8 @@ difftest() { # difftest NAME CAP PROCS PROGRAMS
 }
 difftest 1proc 60 1 300
 difftest nproc 45 "$NGPUS" 200
+# Large messages: one call in twenty up to 2^24 elements (the pipelined Plans).
+difftest large 60 1 60 --max-count $(( 1 << 24 )) --max-bytes $(( 1 << 28 ))
 
 # ---------- memcheck on a small purlin-perf run ----------
 t=$(left 90)
