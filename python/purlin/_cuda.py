@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import sys
-from typing import Iterator
+from typing import Iterator, Tuple
 
 from .errors import UNHANDLED_CUDA_ERROR, InvalidArgument, PurlinError, invalid_argument
 
@@ -25,23 +25,38 @@ def current_device(ordinal: int) -> Iterator[None]:
     if torch is not None and torch.cuda.is_available():
         if ordinal >= torch.cuda.device_count():
             raise _no_such_device(ordinal, torch.cuda.device_count())
-        with torch.cuda.device(ordinal):
+        with torch.cuda.device(ordinal), _primary_context(ordinal):
             yield
         return
     cupy = sys.modules.get("cupy")
     if cupy is not None:
-        with cupy.cuda.Device(ordinal):
+        with cupy.cuda.Device(ordinal), _primary_context(ordinal):
             yield
         return
     _driver_primary_context(ordinal)
     yield
 
 
+@contextlib.contextmanager
+def _primary_context(ordinal: int) -> Iterator[None]:
+    """The device's primary context current for the block, the thread's previous
+    context after it. A framework's switch to the device it already calls current
+    can leave no context current (CuPy or torch before any CUDA work), and the
+    library then cannot see the device meant."""
+    cuda, previous = _driver_primary_context(ordinal)
+    try:
+        yield
+    finally:
+        cuda.cuCtxSetCurrent(previous)
+
+
 def _no_such_device(ordinal: int, count: int) -> InvalidArgument:
     return invalid_argument(f"purlin: device {ordinal} does not exist ({count} CUDA devices)")
 
 
-def _driver_primary_context(ordinal: int) -> None:
+def _driver_primary_context(ordinal: int) -> Tuple[ctypes.CDLL, ctypes.c_void_p]:
+    """Makes device ordinal's primary context current; returns the driver and the
+    context that was current before (None's pointer when none was)."""
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
@@ -60,6 +75,8 @@ def _driver_primary_context(ordinal: int) -> None:
         raise _no_such_device(ordinal, count.value)
     device = ctypes.c_int()
     call("cuDeviceGet", ctypes.byref(device), ordinal)
-    context = ctypes.c_void_p()
+    previous, context = ctypes.c_void_p(), ctypes.c_void_p()
+    call("cuCtxGetCurrent", ctypes.byref(previous))
     call("cuDevicePrimaryCtxRetain", ctypes.byref(context), device)
     call("cuCtxSetCurrent", context)
+    return cuda, previous

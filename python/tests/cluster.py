@@ -31,13 +31,13 @@ def _serve(rank: int, world_size: int, uid: bytes, inbox: Any, outbox: Any, env:
 
     try:
         device = None
-        if gpus:  # "torch" or "cupy": that framework owns the device; one GPU per rank
-            importlib.import_module(gpus)
-            device = rank
+        if gpus:  # "torch" or "cupy": that framework owns the device; ranks take the GPUs in turn
+            module = importlib.import_module(gpus)
             if gpus == "torch":
-                import torch
-
-                torch.cuda.set_device(rank)
+                device = rank % module.cuda.device_count()
+                module.cuda.set_device(device)
+            else:
+                device = rank % module.cuda.runtime.getDeviceCount()
         comm = purlin.Communicator(world_size, rank, purlin.UniqueId.from_bytes(uid), device=device)
     except BaseException:
         outbox.put((rank, False, traceback.format_exc()))
