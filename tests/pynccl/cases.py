@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nccl_library import DTYPES, OPS
+from nccl_library import DTYPES, OPS, NCCLError
 from reference import all_inputs, assert_equal, expected, rank_input
 
 ALL_DTYPES = list(DTYPES)
@@ -57,7 +57,23 @@ def all_reduce_case(ctx: Ctx, count: int, dtype: str, op: str, in_place: bool) -
 def test_all_reduce_dtypes_ops(ctx: Ctx) -> None:
     for dtype in ctx.dtypes(ALL_DTYPES):
         for op in OPS:
-            all_reduce_case(ctx, 1031, dtype, op, in_place=False)
+            if ctx.nranks == 1 and op == "avg" and dtype.startswith("float8"):
+                refused_on_one_rank(ctx, dtype, op)
+            else:
+                all_reduce_case(ctx, 1031, dtype, op, in_place=False)
+
+
+def refused_on_one_rank(ctx: Ctx, dtype: str, op: str) -> None:
+    """NCCL refuses avg on the float8 types on a one-rank communicator (ncclInvalidArgument)."""
+    b = ctx.bufs
+    send = ctx.my_input(1031, dtype)
+    try:
+        ctx.lib.all_reduce(b.ptr(send), b.ptr(b.empty(1031, dtype)), 1031, DTYPES[dtype], OPS[op], ctx.comm, b.stream())
+    except NCCLError as e:
+        assert e.result == 4, f"AllReduce {dtype} {op} on one rank: {e}, want ncclInvalidArgument"
+    else:
+        raise AssertionError(f"AllReduce {dtype} {op} on one rank: accepted; NCCL refuses it")
+    ctx.finish()
 
 
 def test_all_reduce_sizes(ctx: Ctx) -> None:
@@ -148,15 +164,18 @@ def test_send_recv_ring(ctx: Ctx) -> None:
 
 
 def test_send_recv_pair(ctx: Ctx) -> None:
-    """Ungrouped: rank 0 sends then receives, rank 1 receives then sends."""
+    """Ungrouped: rank 0 sends then receives, rank 1 receives then sends. One rank
+    alone sends to itself and receives, in a group (ungrouped, NCCL's send would wait)."""
     b, lib = ctx.bufs, ctx.lib
     if ctx.rank > 1:
         return
-    peer, count, dtype = 1 - ctx.rank, 65537, "float32"
+    peer, count, dtype = (1 - ctx.rank) % ctx.nranks, 65537, "float32"
     send = ctx.my_input(count, dtype, seed_offset=5)
     recv = b.empty(count, dtype)
     steps = [lambda: lib.send(b.ptr(send), count, DTYPES[dtype], peer, ctx.comm, b.stream()),
              lambda: lib.recv(b.ptr(recv), count, DTYPES[dtype], peer, ctx.comm, b.stream())]
+    if ctx.nranks == 1:
+        steps = [lib.group_start, *steps, lib.group_end]
     for step in (steps if ctx.rank == 0 else steps[::-1]):
         step()
     ctx.finish()

@@ -121,6 +121,7 @@ def test_new_group(ctx: Ctx) -> None:
     ctx.notes.append("new_group: groups created and destroyed")
 
 
+test_send_recv.min_ranks = test_batch_against_plain.min_ranks = 2  # both name ranks 0 and 1
 CASES = [test_send_recv, test_batch_isend_irecv, test_batch_against_plain, test_barrier, test_new_group]
 
 __all__ = ["CASES", "Unsupported"]
