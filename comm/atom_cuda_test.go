@@ -2,6 +2,7 @@ package comm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -247,5 +248,32 @@ func TestPlansFollowTheRanksTopology(t *testing.T) {
 			Count: 1 << 20, Rank: r, NRanks: 2, Send: 1 << 20, Recv: 1 << 30})
 		require.NoError(t, err)
 		require.Len(t, plan.Workers, 1, "rank %d", r)
+	}
+}
+
+// A datapath that does not start names itself; a CUDA Atom started with no
+// device current on the creating thread also says which device it took and
+// why, the cause the bare driver error does not show.
+func TestAtomStartError(t *testing.T) {
+	cause := errs.New(errs.ErrCuda, "cuDeviceGet 1: CUDA_ERROR_INVALID_DEVICE")
+	for _, tc := range []struct {
+		name     string
+		atom     string
+		onGPU    bool
+		want     string
+		wantNote bool
+	}{
+		{"cuda on the current device", "cuda", true, "CommInitRank rank 1: cuda Atom: ", false},
+		{"cuda on the rank's number", "cuda", false, "CommInitRank rank 1: cuda Atom on device 1, the rank's number", true},
+		{"host", "host", false, "CommInitRank rank 1: host Atom: ", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Comm{rank: 1, device: 1, onGPU: tc.onGPU}
+			err := c.atomStartError(tc.atom, cause)
+			require.True(t, errors.Is(err, errs.ErrCuda), "the cause's code stays: %v", err)
+			require.Contains(t, err.Error(), tc.want)
+			require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_DEVICE")
+			require.Equal(t, tc.wantNote, strings.Contains(err.Error(), "no CUDA device was current"))
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package comm
 
 import (
+	"fmt"
+
 	"purlin/atom"
 	"purlin/atom/host"
 	"purlin/config"
@@ -93,6 +95,17 @@ func selectAtom(choice string, rank, device int, onGPU bool) (atomFactory, error
 	default:
 		return nil, errs.New(errs.ErrInvalidArgument, "PURLIN_ATOM=%q: expected auto, host or cuda", choice)
 	}
+}
+
+// atomStartError is the error of a datapath that did not start. A CUDA Atom
+// started with no device current on the creating thread (PURLIN_ATOM=cuda)
+// took the rank's number as its device, which the user may never have meant:
+// the error says so and what to do.
+func (c *Comm) atomStartError(atomName string, err error) error {
+	if atomName == "cuda" && !c.onGPU {
+		return fmt.Errorf("CommInitRank rank %d: cuda Atom on device %d, the rank's number, since no CUDA device was current when the communicator was created (make the rank's device current first, as with cudaSetDevice): %w", c.rank, c.device, err)
+	}
+	return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, atomName, err)
 }
 
 // hostAtom is atom/host: goroutines over shared host memory.

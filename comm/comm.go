@@ -1,7 +1,6 @@
 package comm
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -146,7 +145,7 @@ func (c *Comm) init(id UniqueID) (err error) {
 	dp, err := factory.newRank(topo, boot, atom.Options{TimeoutNanos: int64(c.cfg.timeout()), Device: c.device})
 	if err != nil {
 		boot.Close(false)
-		return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, factory.name(), err)
+		return c.atomStartError(factory.name(), err)
 	}
 	if n, ok := dp.(narrowed); ok {
 		topo = n.Topology()
