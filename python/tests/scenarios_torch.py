@@ -125,3 +125,36 @@ def bad_inputs(comm):
         else:
             raise AssertionError(f"{name}: accepted")
     return out
+
+
+def fresh_thread(comm, seed):
+    """A communicator made on a thread that has done no CUDA work, for device (rank + 1) % GPUs:
+    for rank 1 that is device 0, which such a thread already calls current without any context
+    being current, so the package must make it current (else the library takes device 1)."""
+    import threading
+
+    uid = torch.zeros(128, dtype=torch.uint8, device=f"cuda:{comm.device}")  # a UniqueId's bytes
+    if comm.rank == 0:
+        uid.copy_(torch.frombuffer(bytearray(purlin.UniqueId.generate().bytes()), dtype=torch.uint8))
+    comm.broadcast(uid, root=0)
+    uid_bytes = bytes(uid.cpu().numpy().tobytes())
+    device = (comm.rank + 1) % torch.cuda.device_count()
+    failure = []
+
+    def work():
+        try:
+            with purlin.Communicator(comm.world_size, comm.rank, purlin.UniqueId.from_bytes(uid_bytes),
+                                     device=device) as other:
+                assert other.device == device
+                x = torch.full((4099,), float(comm.rank + seed), device=f"cuda:{device}")
+                other.all_reduce(x)
+                want = sum(float(r + seed) for r in range(comm.world_size))
+                assert_equal(_host(x), np.full(4099, want), f"all_reduce on device {device} from a fresh thread")
+        except BaseException as exc:  # noqa: BLE001 (reported by the scenario's thread)
+            failure.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]

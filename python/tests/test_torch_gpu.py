@@ -61,3 +61,7 @@ def test_bad_inputs(gpu_cluster):
         assert "world_size x send" in messages["all_gather_size"]
         if "other_gpu" in messages:
             assert "but this communicator uses cuda:" in messages["other_gpu"]
+
+
+def test_fresh_thread_device(gpu_cluster):
+    gpu_cluster.run("scenarios_torch.fresh_thread", 7)
