@@ -82,8 +82,10 @@ struct Bound {
     if (deadline == 0) deadline = now + L.timeoutNs;
     const uint64_t at = *(volatile uint64_t*)&blockLookAt;
     if (now >= at && atomicCAS((unsigned long long*)&blockLookAt, at, now + kLookNs) == at) {
-      *(volatile uint32_t*)&blockAbort = loadRelaxed32(L.abortFlag);
-      *(volatile uint32_t*)&blockStopped = loadRelaxed(L.status) != 0;
+      // Atomic stores, as blockLookAt's: other threads read these words
+      // while they change (compute-sanitizer's racecheck flags plain ones).
+      atomicExch(&blockAbort, loadRelaxed32(L.abortFlag));
+      atomicExch(&blockStopped, loadRelaxed(L.status) != 0 ? 1u : 0u);
     }
     if (*(volatile uint32_t*)&blockAbort & mask) {
       __threadfence_system();

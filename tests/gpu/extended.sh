@@ -7,7 +7,8 @@
 #   dtypes     purlin-perf on Purlin, every collective x every dtype x every op,
 #              -g $NGPUS, eager and CUDA-graph, odd and even sizes, -c 1
 #   mproc      the same, every dtype, $NGPUS processes (cuMem fds over SCM_RIGHTS)
-#   racecheck  compute-sanitizer racecheck on a small all-reduce
+#   racecheck  compute-sanitizer racecheck on a small all-reduce, then on difftest's
+#              random programs on one rank (racecheck-difftest)
 #   memcheck-epilogue  compute-sanitizer memcheck on allreduce_rmsnorm, 16 KiB-16 MiB
 #   python     python/tests with torch tensors and CuPy arrays, two ranks (sharing a GPU where
 #              there is one; issue 5)
@@ -23,7 +24,7 @@
 #              and Purlin's own collectives (V forms, column blocks, the fused epilogue),
 #              integer means and registered windows alone
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
-# racecheck.log, memcheck-epilogue.log, python.log, dropin.tgz, perf-shared.txt, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
+# racecheck.log, racecheck-difftest.log, memcheck-epilogue.log, python.log, dropin.tgz, perf-shared.txt, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
 # purlin-perf and of the torch and pynccl drop-in runs.
 set -uo pipefail
@@ -69,6 +70,14 @@ verdict mproc-dtypes $? "($(wrong "$f"))"
 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
   "$bin/perf-purlin" allreduce -g "$NGPUS" -b 8 -e 256K -f 64 -n 1 -w 1 -c 1 >"$out/racecheck.log" 2>&1
 verdict racecheck $? "($(grep -m1 "ERROR SUMMARY\|RACECHECK SUMMARY" "$out/racecheck.log"))"
+# The same over difftest's random programs on one rank (every collective, type
+# and op, graphs, odd sizes): slowed by the tool, waits spin long enough to take
+# the block's look at the abort and status words (flags.cuh), which plain
+# shared stores made a reported race.
+PURLIN_TIMEOUT=60 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 python3 "$root/tests/diff/difftest.py" \
+  --device cuda --procs 1 --nranks 1 --libs "purlin=$gpu/lib/libpurlin.so" --seed 301 --programs 25 --timeout 110 \
+  >"$out/racecheck-difftest.log" 2>&1
+verdict racecheck-difftest $? "($(grep -m1 "RACECHECK SUMMARY" "$out/racecheck-difftest.log"))"
 
 # ---------- memcheck of the fused epilogue ----------
 # Rows of 8192 from one a block (two vectors a thread) to 16 a block (a
