@@ -315,9 +315,14 @@ def check(p: prog.Program, lay: prog.Layout, image: np.ndarray, after: np.ndarra
           skip=lambda op: False) -> List[str]:
     """What is wrong in one rank's arena after a run (outputs of calls skip(op) left out)."""
     issues = []
-    changed = np.flatnonzero((after != image) & lay.unchanged_mask())
-    if changed.size:
-        issues.append(f"{changed.size} bytes changed that no call may write; first: {where(lay, p, int(changed[0]))}")
+    changed, first = 0, None
+    for lo, hi in lay.unchanged_spans():
+        bad = np.flatnonzero(after[lo:hi] != image[lo:hi])
+        if bad.size:
+            changed += bad.size
+            first = lo + int(bad[0]) if first is None else first
+    if changed:
+        issues.append(f"{changed} bytes changed that no call may write; first: {where(lay, p, first)}")
     for j, (b, e) in enumerate(zip(lay.calls, expects)):
         if b.output is None or e is None or skip(p.ops[j]):
             continue

@@ -470,7 +470,7 @@ class Layout:
 
     calls: List[Buffers]
     size: int  # arena bytes used
-    _mask: Optional[np.ndarray] = None
+    _spans: Optional[List[Tuple[int, int]]] = None
 
     def image(self, program: Program, inputs: Inputs, rank: int, replay: int) -> np.ndarray:
         img = np.full(self.size, GUARD_BYTE, dtype=np.uint8)
@@ -485,15 +485,21 @@ class Layout:
                 img[b.scalar:b.scalar + op.dt.size] = np.array([code], dtype=op.dt.raw).view(np.uint8)
         return img
 
-    def unchanged_mask(self) -> np.ndarray:
-        """True where a run must leave the staged bytes alone: guards, inputs of
-        out-of-place calls, scalars."""
-        if self._mask is None:
-            self._mask = np.ones(self.size, dtype=bool)
-            for b in self.calls:
-                for off, n in ([b.output] if b.output else []) + b.free:
-                    self._mask[off:off + n] = False
-        return self._mask
+    def unchanged_spans(self) -> List[Tuple[int, int]]:
+        """The [start, end) spans where a run must leave the staged bytes alone: guards,
+        inputs of out-of-place calls, scalars (all but outputs and bytes a call may change)."""
+        if self._spans is None:
+            writable = sorted((off, off + n) for b in self.calls
+                              for off, n in ([b.output] if b.output else []) + b.free if n > 0)
+            spans, at = [], 0
+            for lo, hi in writable:
+                if lo > at:
+                    spans.append((at, lo))
+                at = max(at, hi)
+            if at < self.size:
+                spans.append((at, self.size))
+            self._spans = spans
+        return self._spans
 
 
 def _align(x: int) -> int:
