@@ -28,7 +28,7 @@
 #   difftest  tests/diff/difftest.py: seeded random programs of NCCL calls on Purlin
 #             and on NCCL in one process, compared with each other and with a
 #             float64 reference; one process driving $NGPUS GPUs (300 programs),
-#             then $NGPUS processes (200), then large messages (60 programs, one
+#             then $NGPUS processes (200), then large messages (40 programs, one
 #             call in twenty up to 2^24 elements); where ranks share GPUs, with each
 #             collective's blocks capped so that every rank's two streams'
 #             collectives fit on the GPU together
@@ -226,7 +226,7 @@ difftest() { # difftest NAME CAP PROCS PROGRAMS [DIFFTEST-OPTION...]
 difftest 1proc 60 1 300
 difftest nproc 45 "$NGPUS" 200
 # Large messages: one call in twenty up to 2^24 elements (the pipelined Plans).
-difftest large 60 1 60 --max-count $(( 1 << 24 )) --max-bytes $(( 1 << 28 ))
+difftest large 90 1 40 --max-count $(( 1 << 24 )) --max-bytes $(( 1 << 28 ))
 
 # ---------- memcheck on a small purlin-perf run ----------
 t=$(left 90)
