@@ -30,6 +30,8 @@ def current_device(ordinal: int) -> Iterator[None]:
         return
     cupy = sys.modules.get("cupy")
     if cupy is not None:
+        if ordinal >= cupy.cuda.runtime.getDeviceCount():
+            raise _no_such_device(ordinal, cupy.cuda.runtime.getDeviceCount())
         with cupy.cuda.Device(ordinal), _primary_context(ordinal):
             yield
         return

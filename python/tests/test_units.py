@@ -184,6 +184,25 @@ def test_communicator_checks_its_arguments_before_loading_anything():
         purlin.Communicator(2, 0, b"short")
 
 
+def test_a_device_the_framework_lacks_is_an_invalid_argument(monkeypatch):
+    """With CuPy imported, a device past its count is refused before CuPy or the library
+    sees it (a stand-in cupy module with one device; torch, if imported, is hidden)."""
+    import types
+
+    from purlin import _cuda
+
+    def device(ordinal):
+        raise AssertionError(f"cupy.cuda.Device({ordinal}) reached")
+
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1)
+    cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime, Device=device))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    with pytest.raises(purlin.InvalidArgument, match="device 3 does not exist"):
+        with _cuda.current_device(3):
+            pass
+
+
 def test_loader_lists_every_path_tried_and_why(tmp_path):
     not_a_library = tmp_path / "libpurlin.so"
     not_a_library.write_text("not ELF")
