@@ -420,6 +420,11 @@ def run_programs(opts, ranks: List[int], sessions: List[Session], mem) -> Report
     for done, index in enumerate(opts.indices):
         if done and done % 100 == 0 and 0 in ranks:
             print(f"difftest: {done} programs in {time.monotonic() - t0:.1f} s", flush=True)
+        # One process holds every rank, so it alone may stop early: processes would part ways.
+        if opts.procs == 1 and done and time.monotonic() - t0 > opts.timeout:
+            rep.lines.append(f"difftest: stopped after {done} of {len(opts.indices)} programs: "
+                             f"--timeout {opts.timeout:g} s passed")
+            break
         p = prog.generate(opts.seed, index, opts.nranks, opts.max_count, opts.max_bytes, without=opts.without)
         if opts.calls is not None:
             p = prog.keep_calls(p, opts.calls)
@@ -589,7 +594,9 @@ def parse(argv: List[str]):
     ap.add_argument("--dry-run", action="store_true", help="no library: model results, checker self-test")
     ap.add_argument("--self-check", type=int, default=5, help="plant faults in the first N programs' results")
     ap.add_argument("--call-timeout", type=float, default=60, help="seconds one program may take on a library")
-    ap.add_argument("--timeout", type=float, default=600, help="seconds for the whole run")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds for the whole run: one process starts no program past them (and says how "
+                         "many it ran); processes that have not all answered by then fail")
     ap.add_argument("--without", default=None,
                     help="features to leave out, comma-separated, or none (default: DIFFTEST_WITHOUT, else the "
                     "known failures: " + ",".join(prog.KNOWN_FAILING) + "): " +
