@@ -21,22 +21,19 @@ def current_device(ordinal: int) -> Iterator[None]:
     """Makes device ordinal current on this thread for the block."""
     if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0:
         raise invalid_argument(f"purlin: device must be a CUDA ordinal >= 0 or None, not {ordinal!r}")
-    torch = sys.modules.get("torch")
+    torch, cupy = sys.modules.get("torch"), sys.modules.get("cupy")
     if torch is not None and torch.cuda.is_available():
-        if ordinal >= torch.cuda.device_count():
-            raise _no_such_device(ordinal, torch.cuda.device_count())
-        with torch.cuda.device(ordinal), _primary_context(ordinal):
-            yield
+        count, switch = torch.cuda.device_count(), torch.cuda.device
+    elif cupy is not None:
+        count, switch = cupy.cuda.runtime.getDeviceCount(), cupy.cuda.Device
+    else:
+        _driver_primary_context(ordinal)
+        yield
         return
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        if ordinal >= cupy.cuda.runtime.getDeviceCount():
-            raise _no_such_device(ordinal, cupy.cuda.runtime.getDeviceCount())
-        with cupy.cuda.Device(ordinal), _primary_context(ordinal):
-            yield
-        return
-    _driver_primary_context(ordinal)
-    yield
+    if ordinal >= count:
+        raise _no_such_device(ordinal, count)
+    with switch(ordinal), _primary_context(ordinal):
+        yield
 
 
 @contextlib.contextmanager
