@@ -23,7 +23,8 @@ import (
 // concurrently, waits for them, then launches each communicator's queued
 // work: its collectives in the order issued, then all its point-to-point
 // operations merged into one Plan (so sends and receives of the group
-// progress together and never deadlock one another). As in NCCL, the k-th
+// progress together and never deadlock one another; more than one launch
+// holds go in rounds, see launchP2P). As in NCCL, the k-th
 // send to a peer matches the peer's k-th receive from this rank however
 // either side groups them (snac.Merge). Nothing waits for a peer except
 // the inits, which are bounded by the timeout.
@@ -39,6 +40,7 @@ type group struct {
 	mine       []groupOp
 	colls, p2p []groupOp
 	merged     []groupOp
+	rounds     []int // launchP2P: each operation's round
 	streams    []uintptr
 	plans      []*snac.Plan
 	bufs       []atom.Buffers
@@ -51,7 +53,7 @@ var groupPool = sync.Pool{New: func() any { return new(group) }}
 func (g *group) release() {
 	*g = group{inits: emptied(g.inits), jobs: emptied(g.jobs), ops: emptied(g.ops), order: emptied(g.order),
 		mine: emptied(g.mine), colls: emptied(g.colls), p2p: emptied(g.p2p), merged: emptied(g.merged),
-		streams: g.streams[:0], plans: emptied(g.plans), bufs: g.bufs[:0]}
+		rounds: g.rounds[:0], streams: g.streams[:0], plans: emptied(g.plans), bufs: g.bufs[:0]}
 	groupPool.Put(g)
 }
 
@@ -179,7 +181,8 @@ func firstError(list []error) error {
 // a peer that posts the matching receive before that collective, outside any
 // group, is served, as NCCL serves it. Its other collectives follow, each run
 // of one type and op as one Plan. Where a merge would pass the limits of one
-// launch, the operations go one by one, the point-to-point ones last.
+// launch, the collectives go one by one and the point-to-point operations
+// last, in rounds (launchP2P).
 //
 // A communicator whose operations name several streams runs them as NCCL
 // does, as one operation posted on every one of them: they go to the first
@@ -268,12 +271,48 @@ func (g *group) launchFor(c *Comm) error {
 		}
 	}
 	if len(p2p) > 0 {
-		note(g.launchMerged(c, p2p, stream))
+		note(g.launchP2P(c, p2p, stream))
 	}
 	if len(others) > 0 {
 		note(c.joinStreams(stream, others, false))
 	}
 	return first
+}
+
+// A round of sends and receives (snac.P2PRounds) fits one launch.
+var _ = [1]struct{}{}[max(0, 2*snac.MaxRanks-atom.MaxBuffers)]
+
+// launchP2P launches a group's sends and receives on c (p2p, in the order
+// they were made): as one Plan where they fit one launch, else in the
+// rounds of snac.P2PRounds, each round's operations in the order they were
+// made. A round's error stops the rounds after it.
+func (g *group) launchP2P(c *Comm, p2p []groupOp, stream uintptr) error {
+	if len(p2p) <= atom.MaxBuffers {
+		return g.launchMerged(c, p2p, stream)
+	}
+	g.rounds = g.rounds[:0]
+	var rounds snac.P2PRounds
+	last := 0
+	for i := range p2p {
+		k, err := rounds.Next(&p2p[i].call)
+		if err != nil {
+			return err
+		}
+		g.rounds = append(g.rounds, k)
+		last = max(last, k)
+	}
+	for round := 0; round <= last; round++ {
+		g.merged = g.merged[:0]
+		for i, k := range g.rounds {
+			if k == round {
+				g.merged = append(g.merged, p2p[i])
+			}
+		}
+		if err := g.launchMerged(c, g.merged, stream); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // joinStreams orders a group's streams around its operations on first:

@@ -456,8 +456,8 @@ func (s *spanning) runGroup(ops []groupOp, stream uintptr) error {
 
 func addressOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
-// runLocal issues node-local phases on the node's communicator: one call
-// alone, several as one merged Plan.
+// runLocal issues node-local phases (sends and receives) on the node's
+// communicator: one call alone, several as a group's (launchP2P).
 func (s *spanning) runLocal(phases []snac.Phase, stream uintptr) error {
 	l := s.local
 	for i := range phases {
@@ -473,5 +473,5 @@ func (s *spanning) runLocal(phases []snac.Phase, stream uintptr) error {
 	for i := range phases {
 		ops[i] = groupOp{c: l, call: phases[i].Call, stream: stream}
 	}
-	return g.launchMerged(l, ops, stream)
+	return g.launchP2P(l, ops, stream)
 }

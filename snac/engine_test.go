@@ -85,7 +85,7 @@ func TestCopyEngineSendRecv(t *testing.T) {
 			if grouped {
 				prog.OneGroup()
 			}
-			w.runProgram(&prog, false)
+			w.runProgram(&prog, whole)
 		}
 	}
 }

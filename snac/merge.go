@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"purlin/errs"
+	"purlin/spec"
 )
 
 // Merge joins the Plans of one group (each built by Build for this rank)
@@ -190,4 +191,28 @@ func (p *Plan) buffers() uint8 {
 		}
 	}
 	return n
+}
+
+// P2PRounds splits a group's sends and receives on one communicator into
+// rounds where one launch cannot hold them all: round k holds the k-th
+// send to and the k-th receive from each peer, so at most 2 x MaxRanks
+// operations. As the k-th send to a peer matches the peer's k-th receive
+// from this rank, round k of one rank meets round k of a peer that groups
+// its side the same way (or posts it call by call), and no round waits on
+// a later one of a peer: each progresses as a whole group does.
+type P2PRounds [2 * MaxRanks]int
+
+// Next returns the round of the group's next operation, call (a send or a
+// receive of a rank of at most MaxRanks).
+func (r *P2PRounds) Next(call *spec.Call) (int, error) {
+	k := 2 * call.Peer
+	if call.IsSend {
+		k++
+	}
+	if call.Peer < 0 || k >= len(r) {
+		return 0, errs.New(errs.ErrInvalidArgument, "snac: %s of rank %d with peer %d, past %d ranks", call.Coll, call.Rank, call.Peer, MaxRanks)
+	}
+	round := r[k]
+	r[k]++
+	return round, nil
 }

@@ -31,7 +31,7 @@ func TestMergedGroups(t *testing.T) {
 				prog.Events = append(prog.Events, spectest.Event{From: from, To: to, Count: randomBytes(rng) / 4 / uint64(t.Size()), Type: t})
 			}
 			prog.OneGroup()
-			w.runProgram(&prog, false)
+			w.runProgram(&prog, whole)
 			if round%2 == 1 {
 				calls := randomCalls(rng, n)
 				require.NoError(t, w.run(calls, false), "seed %d: %s", seed, describe(calls, false))
@@ -149,5 +149,50 @@ func TestMergeChainsRootedCollectives(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// P2PRounds puts the k-th send to and the k-th receive from each peer in
+// round k, whatever their order in the group, and refuses a peer past
+// MaxRanks.
+func TestP2PRounds(t *testing.T) {
+	type op struct {
+		peer int
+		send bool
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []op
+		want []int
+	}{
+		{"one of each", []op{{1, true}, {1, false}}, []int{0, 0}},
+		{"sends to one peer", []op{{1, true}, {1, true}, {1, true}}, []int{0, 1, 2}},
+		{"directions counted apart", []op{{1, true}, {1, true}, {1, false}, {1, true}, {1, false}}, []int{0, 1, 0, 2, 1}},
+		{"peers counted apart", []op{{0, true}, {3, true}, {0, true}, {7, false}, {3, true}}, []int{0, 0, 1, 0, 1}},
+		{"every pair twice, 8 ranks", func() []op {
+			var ops []op
+			for range 2 {
+				for p := range 8 {
+					ops = append(ops, op{p, true}, op{p, false})
+				}
+			}
+			return ops
+		}(), append(make([]int, 16), 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r snac.P2PRounds
+			for i, o := range tc.ops {
+				c := spec.Call{Coll: spec.SendRecv, Type: spec.Float32, Count: 1, NRanks: snac.MaxRanks, Peer: o.peer, IsSend: o.send}
+				k, err := r.Next(&c)
+				require.NoError(t, err)
+				require.Equal(t, tc.want[i], k, "operation %d", i)
+			}
+		})
+	}
+	var r snac.P2PRounds
+	for _, peer := range []int{-1, snac.MaxRanks} {
+		c := spec.Call{Coll: spec.SendRecv, Peer: peer, NRanks: snac.MaxRanks + 1}
+		_, err := r.Next(&c)
+		require.Error(t, err, "peer %d", peer)
 	}
 }

@@ -13,11 +13,19 @@ import (
 	"purlin/spec/spectest"
 )
 
+// How runProgram launches a group's transfers.
+type grouping int
+
+const (
+	whole  grouping = iota // merged into one Plan
+	nested                 // merged in two halves first, then the halves
+	rounds                 // one merged Plan per round of snac.P2PRounds
+)
+
 // runProgram runs a program on every rank, launching each rank's groups as
-// comm does (Program.Launches), a group's transfers merged into one Plan
-// (with nest, merged in two halves first). Every received byte and every
-// collective's output is checked.
-func (w *world) runProgram(prog *spectest.Program, nest bool) {
+// comm does (Program.Launches), a group's transfers as how says. Every
+// received byte and every collective's output is checked.
+func (w *world) runProgram(prog *spectest.Program, how grouping) {
 	type landing struct {
 		l  *snactest.Launch
 		at uint64 // Recv offset in l.Mem
@@ -44,6 +52,10 @@ func (w *world) runProgram(prog *spectest.Program, nest bool) {
 	for r := range w.n {
 		units, err := prog.Launches(r)
 		require.NoError(w.t, err)
+		if how == rounds {
+			units, err = snactest.InRounds(prog, units, 0)
+			require.NoError(w.t, err)
+		}
 		for _, unit := range units {
 			if e := prog.Events[unit[0].Event]; e.Calls != nil {
 				launches[r] = append(launches[r], collLaunch[unit[0].Event][r])
@@ -70,7 +82,7 @@ func (w *world) runProgram(prog *spectest.Program, nest bool) {
 				}
 				p2p.Mem = append(p2p.Mem, mem...)
 			}
-			p2p.Plan = w.merge(plans, nest)
+			p2p.Plan = w.merge(plans, how == nested)
 			launches[r] = append(launches[r], p2p)
 		}
 	}
@@ -125,12 +137,18 @@ func TestP2PMatchesAcrossGroupings(t *testing.T) {
 		for _, size := range sizes {
 			t.Run(fmt.Sprintf("%s/%dB", tc.Name, size), func(t *testing.T) {
 				w := newWorld(t, tc.Program.NRanks, size)
-				for round := range 3 { // later rounds start from advanced epochs
+				// Later runs start from advanced epochs; the second
+				// launches each group in rounds where the case allows.
+				hows := []grouping{whole, rounds, whole}
+				if tc.WholeGroup {
+					hows[1] = nested
+				}
+				for run, how := range hows {
 					p := tc.Program
 					if !tc.Fixed {
-						p = p.Resized(size + uint64(round))
+						p = p.Resized(size + uint64(run))
 					}
-					w.runProgram(&p, false)
+					w.runProgram(&p, how)
 				}
 			})
 		}
@@ -159,7 +177,7 @@ func TestP2PRandomGroupings(t *testing.T) {
 				coll := func() []*spec.Call { return randomCalls(rng, n) }
 				for i := range 4 {
 					prog := spectest.RandomProgram(rng, n, 2+rng.IntN(4*n), 12, bytes, coll)
-					w.runProgram(&prog, i%2 == 1)
+					w.runProgram(&prog, []grouping{whole, nested}[i%2])
 				}
 			})
 		}

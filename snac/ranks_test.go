@@ -100,7 +100,7 @@ func TestPointToPointAtFourAndEightRanks(t *testing.T) {
 					spectest.Event{From: r, To: (r + n/2) % n, Count: bytes/uint64(typ.Size()) + 1, Type: typ})
 			}
 			prog.OneGroup()
-			w.runProgram(&prog, false)
+			w.runProgram(&prog, whole)
 		}
 	}
 }

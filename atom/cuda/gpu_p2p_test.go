@@ -12,6 +12,7 @@ import (
 
 	"purlin/atom"
 	"purlin/snac"
+	"purlin/snac/snactest"
 	"purlin/spec/spectest"
 )
 
@@ -89,6 +90,8 @@ func runGPUProgram(t *testing.T, ranks []*gpuRank, prog *spectest.Program, rng *
 	for r := range ranks {
 		var err error
 		units[r], err = prog.Launches(r)
+		require.NoError(t, err)
+		units[r], err = snactest.InRounds(prog, units[r], MaxBuffers) // as comm launches a larger group
 		require.NoError(t, err)
 		most = max(most, len(units[r]))
 	}

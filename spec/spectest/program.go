@@ -216,6 +216,11 @@ type GroupingCase struct {
 	// receive, so each send must complete alone: sizes that fit a staging
 	// half (NCCL's send would wait as well).
 	Unblocked bool
+	// WholeGroup: a peer posts calls one at a time in an order that only a
+	// group progressing as a whole serves, not one launched in rounds (the
+	// k-th send to and receive from each peer together, as comm launches a
+	// group larger than one launch holds).
+	WholeGroup bool
 }
 
 // GroupingCases are the mixed groupings every datapath must match.
@@ -240,6 +245,28 @@ func GroupingCases() []GroupingCase {
 		p.Groups[0] = []int{2 * (n - 1)}
 		return p
 	}
+	// pairs: every rank sends to every rank (itself too) times times, each
+	// rank's calls in one group: more than one launch holds from 4 ranks
+	// and 2 times (nccl-tests' alltoallv with -m, torch's batched p2p).
+	pairs := func(n, times int) Program {
+		p := Program{NRanks: n}
+		for range times {
+			for from := range n {
+				for to := range n {
+					p.Events = append(p.Events, xfer(from, to))
+				}
+			}
+		}
+		p.OneGroup()
+		return p
+	}
+	repeat := func(times int, evs ...Event) []Event {
+		var out []Event
+		for range times {
+			out = append(out, evs...)
+		}
+		return out
+	}
 	allreduce := Event{Calls: make([]*spec.Call, 3)}
 	for r := range allreduce.Calls {
 		allreduce.Calls[r] = &spec.Call{Coll: spec.AllReduce, Type: spec.Int32, Op: spec.Op{Kind: spec.Sum}, Count: 3000, Rank: r, NRanks: 3}
@@ -256,12 +283,16 @@ func GroupingCases() []GroupingCase {
 		{Name: "sends to every peer in one group, receivers one at a time, 8 ranks", Program: star(8, false)},
 		{Name: "senders one at a time, receives from every peer in one group, 8 ranks", Program: star(8, true)},
 		{Name: "zero-byte transfers among others", Program: zero, Fixed: true},
+		{Name: "every pair four times in one group, 4 ranks", Program: pairs(4, 4)},
+		{Name: "every pair twice in one group, 8 ranks", Program: pairs(8, 2)},
+		{Name: "20 sends in one group, receives one at a time", Program: prog([][]int{{20}, nil}, repeat(20, xfer(0, 1))...)},
+		{Name: "both directions 12 times in one group against calls alone", Program: prog([][]int{{24}, nil}, repeat(12, xfer(0, 1), xfer(1, 0))...)},
 		// Rank 0: {self send, self recv, self send}, {self recv, send to 1, recv from 1}.
 		{Name: "sends to self split across groups", Unblocked: true,
 			Program: prog([][]int{{3, 3}, {2}}, xfer(0, 0), xfer(0, 0), xfer(0, 1), xfer(1, 0))},
 		// Rank 0: {send}, {allreduce, send, send, recv}; rank 1 posts each
 		// call alone; rank 2: {allreduce, send}.
-		{Name: "a collective in a group of sends",
+		{Name: "a collective in a group of sends", WholeGroup: true,
 			Program: prog([][]int{{1, 4}, nil, {2}}, xfer(0, 1), allreduce, xfer(0, 1), xfer(0, 1), xfer(1, 0), xfer(2, 1))},
 	}
 }
