@@ -277,6 +277,52 @@ static void test_p2p_mixed_groups(void) {
   clique_destroy(&q);
 }
 
+/* A group of more sends and receives on a communicator than one launch
+ * holds (16): every rank sends to and receives from every rank, itself too,
+ * K times in one group (nccl-tests' alltoallv -m K, torch's batched p2p),
+ * with counts that differ per pair; every element arrives. */
+static void test_p2p_group_past_one_launch(void) {
+  static const struct { int n, k; } shapes[] = {{4, 3}, {8, 2}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && !harness_failed(); s++) {
+    enum { MaxN = 8, MaxK = 3 };
+    const int n = shapes[s].n, K = shapes[s].k;
+    clique q;
+    if (clique_init(&q, n) != 0) return;
+    float *src[MaxN][MaxN][MaxK], *dst[MaxN][MaxN][MaxK]; /* [from][to][k] */
+    size_t count[MaxN][MaxN][MaxK];
+    for (int f = 0; f < n; f++)
+      for (int t = 0; t < n; t++)
+        for (int k = 0; k < K; k++) {
+          count[f][t][k] = 1 + (size_t)((f * 7 + t * 3 + k * 5) % 11) * 97;
+          src[f][t][k] = malloc(count[f][t][k] * sizeof(float));
+          dst[f][t][k] = malloc(count[f][t][k] * sizeof(float));
+          for (size_t i = 0; i < count[f][t][k]; i++) src[f][t][k][i] = p2p_value(f, t, k, i), dst[f][t][k][i] = -1.0f;
+        }
+    ncclGroupStart();
+    for (int r = 0; r < n; r++)
+      for (int k = 0; k < K; k++)
+        for (int p = 0; p < n; p++) {
+          EXPECT(ncclSend(src[r][p][k], count[r][p][k], ncclFloat32, p, q.comms[r], NULL) == ncclSuccess,
+                 "rank %d send %d to %d: %s", r, k, p, ncclGetLastError(NULL));
+          EXPECT(ncclRecv(dst[p][r][k], count[p][r][k], ncclFloat32, p, q.comms[r], NULL) == ncclSuccess,
+                 "rank %d receive %d from %d: %s", r, k, p, ncclGetLastError(NULL));
+        }
+    EXPECT(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd of %d operations a rank: %s", 2 * n * K, ncclGetLastError(NULL));
+    for (int r = 0; r < n; r++)
+      EXPECT(purlinCommSynchronize(PC(q.comms[r])) == purlinSuccess, "rank %d synchronize: %s", r,
+             ncclGetLastError(q.comms[r]));
+    for (int f = 0; f < n; f++)
+      for (int t = 0; t < n; t++)
+        for (int k = 0; k < K; k++) {
+          if (!harness_failed() && memcmp(src[f][t][k], dst[f][t][k], count[f][t][k] * sizeof(float)) != 0)
+            FAILF("%d ranks: transfer %d from rank %d to %d (count %zu) arrived wrong", n, k, f, t, count[f][t][k]);
+          free(src[f][t][k]);
+          free(dst[f][t][k]);
+        }
+    clique_destroy(&q);
+  }
+}
+
 int main(int argc, char** argv) {
   harness_init("c-single", 300);
   if (argc > 1) g_seed = strtoull(argv[1], NULL, 0);
@@ -292,5 +338,6 @@ int main(int argc, char** argv) {
   RUN(test_host_stream);
   RUN(test_windows_released_one_comm_at_a_time);
   RUN(test_p2p_mixed_groups);
+  RUN(test_p2p_group_past_one_launch);
   return harness_finish();
 }
