@@ -4,7 +4,8 @@
 #    and linked with LIB: enum values, sizes, version, strings, ncclConfig_t;
 #  - every name of nccl-symbols.txt exported, with its pnccl twin;
 #  - `nm -D --defined-only` lists only purlin*, nccl* and pnccl* names;
-#  - the newest GLIBC symbol version LIB needs is <= 2.34.
+#  - the newest GLIBC symbol version LIB needs is <= 2.34;
+#  - minimpi (tests/nccltests), the MPI stand-in NCCL's own tests run on.
 # Prints PASS/FAIL lines and a closing "abi: N passed, M failed".
 set -u
 lib=$(realpath "${1:?usage: run.sh LIB}")
@@ -53,6 +54,24 @@ if [ -n "$newest" ] && [ "$(printf '%s\n2.34\n' "$newest" | sort -V | tail -1)" 
   pass "glibc-max-2.34 (needs $newest)"
 else
   fail "glibc-max-2.34" "needs GLIBC_$newest"
+fi
+
+# 4. minimpi (tests/nccltests), what runs NCCL's own tests as processes: its
+#    calls checked at 1, 3 and 8 ranks, and a rank that dies stops the others.
+mpi=$root/tests/nccltests
+if gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I"$mpi" -o "$out/minimpi_test" "$mpi/minimpi_test.c" "$mpi/minimpi.c" \
+    -lpthread 2>"$out/minimpi.log"; then
+  for n in 1 3 8; do
+    log=$(timeout -k 5 30 "$mpi/launch.sh" "$n" "$out/minimpi_test" 2>&1)
+    if [ $? -eq 0 ] && grep -q "PASS ($n ranks)" <<<"$log"; then pass "minimpi-$n-ranks"; else fail "minimpi-$n-ranks" "$log"; fi
+  done
+  start=$(date +%s)
+  log=$(timeout -k 5 30 "$mpi/launch.sh" 4 "$out/minimpi_test" die 2>&1)
+  rc=$? took=$(( $(date +%s) - start ))
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -lt 10 ]; then pass "minimpi-rank-dies (status $rc, ${took}s)"
+  else fail "minimpi-rank-dies" "status $rc after ${took}s: $log"; fi
+else
+  fail "minimpi-compile" "$(head -20 "$out/minimpi.log")"
 fi
 
 echo "abi: $passed passed, $failed failed"

@@ -23,6 +23,8 @@
 #              purlin-perf -c 1 beside NCCL alone under the same setting (2+ GPUs, even count),
 #              and Purlin's own collectives (V forms, column blocks, the fused epilogue),
 #              integer means and registered windows alone
+#   nccl-tests NVIDIA's nccl-tests on the drop-in and beside NCCL (tests/nccltests/run.sh,
+#              NCCL_TESTS_BUDGET_S, default 300), where tests/nccltests/build.sh built them
 # $PURLIN_GPU_LOGS/extended/ (default build/gpu/logs/extended) gets summary.txt, env.log, perf-dtypes.txt, perf-mproc-dtypes.txt,
 # racecheck.log, racecheck-difftest.log, memcheck-epilogue.log, python.log, dropin.tgz, perf-shared.txt, nodes-purlin.txt, nodes-nccl.txt, nodes-purlin-only.txt, nodes-model.md.
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count of
@@ -147,6 +149,12 @@ if (( NGPUS >= 2 && NGPUS % 2 == 0 )); then
   python3 "$root/tools/costmodel.py" --nodes 2 --local $((NGPUS / 2)) --perf "$out/nodes-purlin.txt" >"$out/nodes-model.md" 2>&1
   verdict nodes $s "($(wrong "$out/nodes-purlin.txt") $(wrong "$out/nodes-purlin-only.txt"); nodes-purlin.txt beside nodes-nccl.txt, the V forms and AllReduce unpipelined in nodes-purlin-only.txt, the model in nodes-model.md)"
 else note "SKIP nodes (needs an even number of GPUs, at least 2)"; fi
+
+# ---------- nccl-tests: NVIDIA's own test programs on the drop-in ----------
+if [[ -x ${NCCL_TESTS_BUILD:-$root/build/nccl-tests}/all_reduce_perf ]]; then
+  NCCL_TESTS_BUDGET_S=${NCCL_TESTS_BUDGET_S:-300} timeout 330 bash "$root/tests/nccltests/run.sh" "$out/nccl-tests" >"$out/nccl-tests.txt" 2>&1
+  verdict nccl-tests $? "($(tail -1 "$out/nccl-tests.txt"); $out/nccl-tests/summary.txt)"
+else note "SKIP nccl-tests (not built: tests/nccltests/build.sh)"; fi
 
 echo "extended gpu suite: $([[ $fail == 0 ]] && echo PASS || echo FAIL)" | tee -a "$summary"
 exit $fail
