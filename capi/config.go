@@ -20,10 +20,15 @@ const apiMagic = 0xcafebeef
 // configUndefInt is NCCL_CONFIG_UNDEF_INT: "use the default".
 const configUndefInt = -2147483648
 
+// maxCTAsPerPeer is NCCL's MAXCHANNELS, the most nChannelsPerNetPeer takes.
+const maxCTAsPerPeer = 64
+
 // readConfig reads an ncclConfig_t by content, as NCCL does: its size
 // first, then min(size, ours) bytes, so configs from older or newer headers
 // both work; fields beyond size keep their defaults. Only blocking is
-// honoured; tuning fields are ignored. NULL is the default config.
+// honoured; the tuning fields are checked as NCCL 2.28 checks them (the
+// same values refused with ncclInvalidArgument, measured on it) and then
+// ignored, netName and trafficClass unchecked. NULL is the default config.
 func readConfig(cfg *C.purlinConfig_t) (comm.Config, error) {
 	conf := comm.DefaultConfig()
 	if cfg == nil {
@@ -39,13 +44,66 @@ func readConfig(cfg *C.purlinConfig_t) (comm.Config, error) {
 	if uint32(local.magic) != apiMagic {
 		return conf, errs.New(errs.ErrInvalidArgument, "config: magic %#x is not %#x: initialize it with NCCL_CONFIG_INITIALIZER", uint32(local.magic), apiMagic)
 	}
-	if n >= unsafe.Offsetof(local.blocking)+4 && local.blocking != configUndefInt {
-		if local.blocking != 0 && local.blocking != 1 { // NCCL accepts only 0 and 1
-			return conf, errs.New(errs.ErrInvalidArgument, "config: blocking is %d; it must be 0 or 1", int32(local.blocking))
+	// field is an int field at offset off, NCCL_CONFIG_UNDEF_INT where the
+	// client's size does not hold it.
+	field := func(v C.int, off uintptr) int32 {
+		if n < off+4 {
+			return configUndefInt
 		}
-		conf.Blocking = local.blocking != 0
+		return int32(v)
+	}
+	set := func(v int32) bool { return v != configUndefInt }
+	invalid := func(name string, v int32) error {
+		return errs.New(errs.ErrInvalidArgument, "config: %s is %d; NCCL takes %s", name, v, configRanges[name])
+	}
+	if b := field(local.blocking, unsafe.Offsetof(local.blocking)); set(b) {
+		if b != 0 && b != 1 {
+			return conf, invalid("blocking", b)
+		}
+		conf.Blocking = b != 0
+	}
+	if v := field(local.cgaClusterSize, unsafe.Offsetof(local.cgaClusterSize)); set(v) && v < 0 {
+		return conf, invalid("cgaClusterSize", v)
+	}
+	// NCCL compares minCTAs and maxCTAs as they are, an unset one INT_MIN:
+	// minCTAs set without maxCTAs is refused too.
+	lo, hi := field(local.minCTAs, unsafe.Offsetof(local.minCTAs)), field(local.maxCTAs, unsafe.Offsetof(local.maxCTAs))
+	if (set(lo) && lo <= 0) || (set(hi) && hi <= 0) || lo > hi {
+		return conf, errs.New(errs.ErrInvalidArgument, "config: minCTAs %d and maxCTAs %d; NCCL takes each unset or at least 1, minCTAs only with maxCTAs, and minCTAs <= maxCTAs", lo, hi)
+	}
+	for _, f := range []struct {
+		name string
+		v    int32
+		ok   func(int32) bool
+	}{
+		{"splitShare", field(local.splitShare, unsafe.Offsetof(local.splitShare)), zeroOrOne},
+		{"collnetEnable", field(local.collnetEnable, unsafe.Offsetof(local.collnetEnable)), zeroOrOne},
+		{"CTAPolicy", field(local.CTAPolicy, unsafe.Offsetof(local.CTAPolicy)), func(v int32) bool { return v >= 0 && v <= 2 }},
+		{"shrinkShare", field(local.shrinkShare, unsafe.Offsetof(local.shrinkShare)), zeroOrOne},
+		{"nvlsCTAs", field(local.nvlsCTAs, unsafe.Offsetof(local.nvlsCTAs)), func(v int32) bool { return v > 0 }},
+		{"nChannelsPerNetPeer", field(local.nChannelsPerNetPeer, unsafe.Offsetof(local.nChannelsPerNetPeer)), func(v int32) bool { return v > 0 && v <= maxCTAsPerPeer }},
+		{"nvlinkCentricSched", field(local.nvlinkCentricSched, unsafe.Offsetof(local.nvlinkCentricSched)), zeroOrOne},
+	} {
+		if set(f.v) && !f.ok(f.v) {
+			return conf, invalid(f.name, f.v)
+		}
 	}
 	return conf, nil
+}
+
+func zeroOrOne(v int32) bool { return v == 0 || v == 1 }
+
+// configRanges says, for an error's text, what NCCL takes in each field.
+var configRanges = map[string]string{
+	"blocking":            "0 or 1",
+	"cgaClusterSize":      "0 or more",
+	"splitShare":          "0 or 1",
+	"collnetEnable":       "0 or 1",
+	"CTAPolicy":           "NCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO (0 to 2)",
+	"shrinkShare":         "0 or 1",
+	"nvlsCTAs":            "1 or more",
+	"nChannelsPerNetPeer": "1 to 64",
+	"nvlinkCentricSched":  "0 or 1",
 }
 
 // optionalConfig is readConfig for calls where NULL means "inherit".

@@ -84,7 +84,11 @@ typedef struct { char internal[PURLIN_UNIQUE_ID_BYTES]; } purlinUniqueId;
 
 /* Same layout as ncclConfig_t (NCCL 2.28). Purlin reads it by content, as NCCL
  * does: `size` first, then the fields that size covers; it honours
- * `blocking` and ignores the tuning fields. */
+ * `blocking` and ignores the tuning fields, after refusing the values NCCL
+ * 2.28 refuses (PURLIN_INVALID_ARGUMENT: blocking or a 0/1 field outside 0
+ * and 1, cgaClusterSize below 0, minCTAs or maxCTAs below 1, minCTAs set
+ * without maxCTAs or above it, CTAPolicy outside 0-2, nvlsCTAs below 1,
+ * nChannelsPerNetPeer outside 1-64). */
 typedef struct {
   size_t size;
   unsigned int magic;

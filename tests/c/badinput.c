@@ -218,8 +218,9 @@ static void test_rejected_inside_group(void) {
   clique_destroy(&q);
 }
 
-/* A config whose blocking is neither 0 nor 1, and ncclCommInitRankScalable
- * with no unique id: NCCL's ncclInvalidArgument, with a text naming the field. */
+/* A config whose blocking is neither 0 nor 1 or whose tuning fields NCCL
+ * refuses, and ncclCommInitRankScalable with no unique id: NCCL's
+ * ncclInvalidArgument, with a text naming the field. */
 static void test_bad_config_and_ids(void) {
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return;
@@ -231,6 +232,52 @@ static void test_bad_config_and_ids(void) {
   config.blocking = -1;
   expect_rejected(ncclCommInitRankConfig(&c, 1, id, 0, &config), ncclInvalidArgument, NULL,
                   "ncclCommInitRankConfig(blocking -1)", "blocking");
+  /* The tuning fields Purlin ignores, checked as NCCL 2.28 checks them
+   * (measured on it, one rank): each refused with ncclInvalidArgument and a
+   * text naming the field, or accepted. */
+  static const struct {
+    const char *name, *field;
+    int off, value, off2, value2, refused;
+  } tuning[] = {
+#define AT(f) (int)offsetof(ncclConfig_t, f)
+      {"cgaClusterSize -1", "cgaClusterSize", AT(cgaClusterSize), -1, -1, 0, 1},
+      {"cgaClusterSize 9", NULL, AT(cgaClusterSize), 9, -1, 0, 0},
+      {"minCTAs 0", "minCTAs", AT(minCTAs), 0, -1, 0, 1},
+      {"minCTAs 1 alone", "minCTAs", AT(minCTAs), 1, -1, 0, 1},
+      {"maxCTAs 0", "maxCTAs", AT(maxCTAs), 0, -1, 0, 1},
+      {"maxCTAs 100000", NULL, AT(maxCTAs), 100000, -1, 0, 0},
+      {"minCTAs 64 maxCTAs 2", "minCTAs", AT(minCTAs), 64, AT(maxCTAs), 2, 1},
+      {"minCTAs 100 maxCTAs 200", NULL, AT(minCTAs), 100, AT(maxCTAs), 200, 0},
+      {"splitShare 2", "splitShare", AT(splitShare), 2, -1, 0, 1},
+      {"splitShare 1", NULL, AT(splitShare), 1, -1, 0, 0},
+      {"trafficClass -5", NULL, AT(trafficClass), -5, -1, 0, 0},
+      {"collnetEnable -1", "collnetEnable", AT(collnetEnable), -1, -1, 0, 1},
+      {"CTAPolicy 3", "CTAPolicy", AT(CTAPolicy), 3, -1, 0, 1},
+      {"CTAPolicy 2", NULL, AT(CTAPolicy), 2, -1, 0, 0},
+      {"shrinkShare 2", "shrinkShare", AT(shrinkShare), 2, -1, 0, 1},
+      {"nvlsCTAs 0", "nvlsCTAs", AT(nvlsCTAs), 0, -1, 0, 1},
+      {"nvlsCTAs 1000", NULL, AT(nvlsCTAs), 1000, -1, 0, 0},
+      {"nChannelsPerNetPeer 65", "nChannelsPerNetPeer", AT(nChannelsPerNetPeer), 65, -1, 0, 1},
+      {"nChannelsPerNetPeer 64", NULL, AT(nChannelsPerNetPeer), 64, -1, 0, 0},
+      {"nvlinkCentricSched 2", "nvlinkCentricSched", AT(nvlinkCentricSched), 2, -1, 0, 1},
+#undef AT
+  };
+  for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; i++) {
+    ncclConfig_t t = NCCL_CONFIG_INITIALIZER;
+    memcpy((char*)&t + tuning[i].off, &tuning[i].value, sizeof(int));
+    if (tuning[i].off2 >= 0) memcpy((char*)&t + tuning[i].off2, &tuning[i].value2, sizeof(int));
+    char call[96];
+    snprintf(call, sizeof call, "ncclCommInitRankConfig(%s)", tuning[i].name);
+    if (tuning[i].refused) {
+      expect_rejected(ncclCommInitRankConfig(&c, 1, id, 0, &t), ncclInvalidArgument, NULL, call, tuning[i].field);
+      continue;
+    }
+    ncclUniqueId fresh;
+    if (ncclGetUniqueId(&fresh) != ncclSuccess) return;
+    c = NULL;
+    EXPECT(ncclCommInitRankConfig(&c, 1, fresh, 0, &t) == ncclSuccess, "%s refused: %s", call, ncclGetLastError(NULL));
+    if (c) ncclCommDestroy(c);
+  }
   for (int nId = 0; nId >= -1; nId--) {
     char call[64];
     snprintf(call, sizeof call, "ncclCommInitRankScalable(nId %d)", nId);
