@@ -24,7 +24,7 @@ import (
 // work: its collectives in the order issued, then all its point-to-point
 // operations merged into one Plan (so sends and receives of the group
 // progress together and never deadlock one another; more than one launch
-// holds go in rounds, see launchP2P). As in NCCL, the k-th
+// holds go in rounds, see snac.SplitP2P). As in NCCL, the k-th
 // send to a peer matches the peer's k-th receive from this rank however
 // either side groups them (snac.Merge). Nothing waits for a peer except
 // the inits, which are bounded by the timeout.
@@ -40,7 +40,7 @@ type group struct {
 	mine       []groupOp
 	colls, p2p []groupOp
 	merged     []groupOp
-	rounds     []int // launchP2P: each operation's round
+	launches   []int // launchP2P: each operation's launch
 	streams    []uintptr
 	plans      []*snac.Plan
 	bufs       []atom.Buffers
@@ -53,7 +53,7 @@ var groupPool = sync.Pool{New: func() any { return new(group) }}
 func (g *group) release() {
 	*g = group{inits: emptied(g.inits), jobs: emptied(g.jobs), ops: emptied(g.ops), order: emptied(g.order),
 		mine: emptied(g.mine), colls: emptied(g.colls), p2p: emptied(g.p2p), merged: emptied(g.merged),
-		rounds: g.rounds[:0], streams: g.streams[:0], plans: emptied(g.plans), bufs: g.bufs[:0]}
+		launches: g.launches[:0], streams: g.streams[:0], plans: emptied(g.plans), bufs: g.bufs[:0]}
 	groupPool.Put(g)
 }
 
@@ -182,7 +182,7 @@ func firstError(list []error) error {
 // group, is served, as NCCL serves it. Its other collectives follow, each run
 // of one type and op as one Plan. Where a merge would pass the limits of one
 // launch, the collectives go one by one and the point-to-point operations
-// last, in rounds (launchP2P).
+// last, in rounds (snac.SplitP2P).
 //
 // A communicator whose operations name several streams runs them as NCCL
 // does, as one operation posted on every one of them: they go to the first
@@ -279,32 +279,26 @@ func (g *group) launchFor(c *Comm) error {
 	return first
 }
 
-// A round of sends and receives (snac.P2PRounds) fits one launch.
+// A round of sends and receives (snac.SplitP2P) fits one launch.
 var _ = [1]struct{}{}[max(0, 2*snac.MaxRanks-atom.MaxBuffers)]
 
 // launchP2P launches a group's sends and receives on c (p2p, in the order
 // they were made): as one Plan where they fit one launch, else in the
-// rounds of snac.P2PRounds, each round's operations in the order they were
-// made. A round's error stops the rounds after it.
+// launches of snac.SplitP2P, each one's operations in the order they were
+// made. A launch's error stops the ones after it.
 func (g *group) launchP2P(c *Comm, p2p []groupOp, stream uintptr) error {
 	if len(p2p) <= atom.MaxBuffers {
 		return g.launchMerged(c, p2p, stream)
 	}
-	g.rounds = g.rounds[:0]
-	var rounds snac.P2PRounds
-	last := 0
-	for i := range p2p {
-		k, err := rounds.Next(&p2p[i].call)
-		if err != nil {
-			return err
-		}
-		g.rounds = append(g.rounds, k)
-		last = max(last, k)
+	g.launches = slices.Grow(g.launches[:0], len(p2p))[:len(p2p)]
+	n, err := snac.SplitP2P(g.launches, atom.MaxBuffers, func(i int) *spec.Call { return &p2p[i].call })
+	if err != nil {
+		return err
 	}
-	for round := 0; round <= last; round++ {
+	for l := range n {
 		g.merged = g.merged[:0]
-		for i, k := range g.rounds {
-			if k == round {
+		for i, k := range g.launches {
+			if k == l {
 				g.merged = append(g.merged, p2p[i])
 			}
 		}

@@ -193,26 +193,56 @@ func (p *Plan) buffers() uint8 {
 	return n
 }
 
-// P2PRounds splits a group's sends and receives on one communicator into
-// rounds where one launch cannot hold them all: round k holds the k-th
-// send to and the k-th receive from each peer, so at most 2 x MaxRanks
-// operations. As the k-th send to a peer matches the peer's k-th receive
-// from this rank, round k of one rank meets round k of a peer that groups
-// its side the same way (or posts it call by call), and no round waits on
-// a later one of a peer: each progresses as a whole group does.
-type P2PRounds [2 * MaxRanks]int
-
-// Next returns the round of the group's next operation, call (a send or a
-// receive of a rank of at most MaxRanks).
-func (r *P2PRounds) Next(call *spec.Call) (int, error) {
-	k := 2 * call.Peer
-	if call.IsSend {
-		k++
+// SplitP2P assigns a group's sends and receives on one communicator, in
+// the order they were made (call(i) for i < len(launch)), to launches of at
+// most most operations: all to one where they fit, else in rounds, round k
+// holding the k-th send to and the k-th receive from each peer (at most 2 x
+// MaxRanks operations), consecutive rounds packed into one launch while
+// they fit. It writes operation i's launch to launch[i] and returns the
+// number of launches.
+//
+// As the k-th send to a peer matches the peer's k-th receive from this
+// rank, round k of one rank meets round k of a peer that splits its side
+// the same way (or posts it call by call in the order of its rounds), and
+// no launch waits on a later launch of a peer: each progresses as a whole
+// group does. A peer that posts a receive of a later round before a send of
+// an earlier one, one call at a time, waits for a launch that waits for it.
+func SplitP2P(launch []int, most int, call func(i int) *spec.Call) (int, error) {
+	if len(launch) <= most {
+		clear(launch)
+		return 1, nil
 	}
-	if call.Peer < 0 || k >= len(r) {
-		return 0, errs.New(errs.ErrInvalidArgument, "snac: %s of rank %d with peer %d, past %d ranks", call.Coll, call.Rank, call.Peer, MaxRanks)
+	var seen [2 * MaxRanks]int // [2*peer + send]: the operations so far
+	rounds := 0
+	for i := range launch {
+		c := call(i)
+		k := 2 * c.Peer
+		if c.IsSend {
+			k++
+		}
+		if c.Peer < 0 || k >= len(seen) {
+			return 0, errs.New(errs.ErrInvalidArgument, "snac: %s of rank %d with peer %d, past %d ranks", c.Coll, c.Rank, c.Peer, MaxRanks)
+		}
+		launch[i] = seen[k]
+		seen[k]++
+		rounds = max(rounds, seen[k])
 	}
-	round := r[k]
-	r[k]++
-	return round, nil
+	// Pack consecutive rounds: size[r] operations in round r, then
+	// round r's launch in place of its size.
+	size := make([]int, rounds)
+	for _, r := range launch {
+		size[r]++
+	}
+	n, held := 0, 0
+	for r, m := range size {
+		if held > 0 && held+m > most {
+			n, held = n+1, 0
+		}
+		held += m
+		size[r] = n
+	}
+	for i, r := range launch {
+		launch[i] = size[r]
+	}
+	return n + 1, nil
 }

@@ -2,6 +2,7 @@ package snac_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -152,47 +153,62 @@ func TestMergeChainsRootedCollectives(t *testing.T) {
 	}
 }
 
-// P2PRounds puts the k-th send to and the k-th receive from each peer in
-// round k, whatever their order in the group, and refuses a peer past
-// MaxRanks.
-func TestP2PRounds(t *testing.T) {
+// SplitP2P keeps a group that fits one launch whole; else round k holds
+// the k-th send to and the k-th receive from each peer, whatever their
+// order in the group, consecutive rounds packed while they fit; a peer past
+// MaxRanks is refused.
+func TestSplitP2P(t *testing.T) {
 	type op struct {
 		peer int
 		send bool
 	}
+	pairs := func(n, times int) []op { // to and from every rank, times times
+		var ops []op
+		for range times {
+			for p := range n {
+				ops = append(ops, op{p, true}, op{p, false})
+			}
+		}
+		return ops
+	}
+	repeat := func(k int, v ...int) []int {
+		var out []int
+		for _, x := range v {
+			for range k {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name string
 		ops  []op
-		want []int
+		most int
+		want []int // each operation's launch
 	}{
-		{"one of each", []op{{1, true}, {1, false}}, []int{0, 0}},
-		{"sends to one peer", []op{{1, true}, {1, true}, {1, true}}, []int{0, 1, 2}},
-		{"directions counted apart", []op{{1, true}, {1, true}, {1, false}, {1, true}, {1, false}}, []int{0, 1, 0, 2, 1}},
-		{"peers counted apart", []op{{0, true}, {3, true}, {0, true}, {7, false}, {3, true}}, []int{0, 0, 1, 0, 1}},
-		{"every pair twice, 8 ranks", func() []op {
-			var ops []op
-			for range 2 {
-				for p := range 8 {
-					ops = append(ops, op{p, true}, op{p, false})
-				}
-			}
-			return ops
-		}(), append(make([]int, 16), 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)},
+		{"fits one launch", []op{{1, true}, {1, true}, {1, false}}, 16, []int{0, 0, 0}},
+		{"each round alone", []op{{1, true}, {1, true}, {1, false}, {1, true}, {1, false}}, 0, []int{0, 1, 0, 2, 1}},
+		{"peers counted apart", []op{{0, true}, {3, true}, {0, true}, {7, false}, {3, true}}, 0, []int{0, 0, 1, 0, 1}},
+		{"rounds of 2 packed by 4", []op{{1, true}, {1, false}, {1, true}, {1, false}, {1, true}, {1, false}}, 4, []int{0, 0, 0, 0, 1, 1}},
+		{"every pair twice at 8 ranks", pairs(8, 2), 16, repeat(16, 0, 1)},
+		{"every pair four times at 4 ranks", pairs(4, 4), 16, repeat(16, 0, 1)},
+		{"every pair three times at 4 ranks", pairs(4, 3), 16, repeat(8, 0, 0, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r snac.P2PRounds
+			calls := make([]spec.Call, len(tc.ops))
 			for i, o := range tc.ops {
-				c := spec.Call{Coll: spec.SendRecv, Type: spec.Float32, Count: 1, NRanks: snac.MaxRanks, Peer: o.peer, IsSend: o.send}
-				k, err := r.Next(&c)
-				require.NoError(t, err)
-				require.Equal(t, tc.want[i], k, "operation %d", i)
+				calls[i] = spec.Call{Coll: spec.SendRecv, Type: spec.Float32, Count: 1, NRanks: snac.MaxRanks, Peer: o.peer, IsSend: o.send}
 			}
+			launch := make([]int, len(calls))
+			n, err := snac.SplitP2P(launch, tc.most, func(i int) *spec.Call { return &calls[i] })
+			require.NoError(t, err)
+			require.Equal(t, tc.want, launch)
+			require.Equal(t, slices.Max(tc.want)+1, n)
 		})
 	}
-	var r snac.P2PRounds
 	for _, peer := range []int{-1, snac.MaxRanks} {
 		c := spec.Call{Coll: spec.SendRecv, Peer: peer, NRanks: snac.MaxRanks + 1}
-		_, err := r.Next(&c)
+		_, err := snac.SplitP2P(make([]int, 2), 1, func(int) *spec.Call { return &c })
 		require.Error(t, err, "peer %d", peer)
 	}
 }

@@ -19,7 +19,7 @@ type grouping int
 const (
 	whole  grouping = iota // merged into one Plan
 	nested                 // merged in two halves first, then the halves
-	rounds                 // one merged Plan per round of snac.P2PRounds
+	rounds                 // one merged Plan per round of snac.SplitP2P
 )
 
 // runProgram runs a program on every rank, launching each rank's groups as
@@ -53,7 +53,7 @@ func (w *world) runProgram(prog *spectest.Program, how grouping) {
 		units, err := prog.Launches(r)
 		require.NoError(w.t, err)
 		if how == rounds {
-			units, err = snactest.InRounds(prog, units, 0)
+			units, err = snactest.SplitLaunches(prog, units, 0)
 			require.NoError(w.t, err)
 		}
 		for _, unit := range units {

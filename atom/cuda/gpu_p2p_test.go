@@ -91,7 +91,7 @@ func runGPUProgram(t *testing.T, ranks []*gpuRank, prog *spectest.Program, rng *
 		var err error
 		units[r], err = prog.Launches(r)
 		require.NoError(t, err)
-		units[r], err = snactest.InRounds(prog, units[r], MaxBuffers) // as comm launches a larger group
+		units[r], err = snactest.SplitLaunches(prog, units[r], MaxBuffers) // as comm launches a larger group
 		require.NoError(t, err)
 		most = max(most, len(units[r]))
 	}
