@@ -53,17 +53,25 @@ func readConfig(cfg *C.purlinConfig_t) (comm.Config, error) {
 		return int32(v)
 	}
 	set := func(v int32) bool { return v != configUndefInt }
-	invalid := func(name string, v int32) error {
-		return errs.New(errs.ErrInvalidArgument, "config: %s is %d; NCCL takes %s", name, v, configRanges[name])
-	}
-	if b := field(local.blocking, unsafe.Offsetof(local.blocking)); set(b) {
-		if b != 0 && b != 1 {
-			return conf, invalid("blocking", b)
+	blocking := field(local.blocking, unsafe.Offsetof(local.blocking))
+	for _, f := range []struct {
+		name, takes string
+		v           int32
+		ok          func(int32) bool
+	}{
+		{"blocking", "0 or 1", blocking, zeroOrOne},
+		{"cgaClusterSize", "0 or more", field(local.cgaClusterSize, unsafe.Offsetof(local.cgaClusterSize)), func(v int32) bool { return v >= 0 }},
+		{"splitShare", "0 or 1", field(local.splitShare, unsafe.Offsetof(local.splitShare)), zeroOrOne},
+		{"collnetEnable", "0 or 1", field(local.collnetEnable, unsafe.Offsetof(local.collnetEnable)), zeroOrOne},
+		{"CTAPolicy", "NCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO (0 to 2)", field(local.CTAPolicy, unsafe.Offsetof(local.CTAPolicy)), func(v int32) bool { return v >= 0 && v <= 2 }},
+		{"shrinkShare", "0 or 1", field(local.shrinkShare, unsafe.Offsetof(local.shrinkShare)), zeroOrOne},
+		{"nvlsCTAs", "1 or more", field(local.nvlsCTAs, unsafe.Offsetof(local.nvlsCTAs)), func(v int32) bool { return v > 0 }},
+		{"nChannelsPerNetPeer", "1 to 64", field(local.nChannelsPerNetPeer, unsafe.Offsetof(local.nChannelsPerNetPeer)), func(v int32) bool { return v > 0 && v <= maxCTAsPerPeer }},
+		{"nvlinkCentricSched", "0 or 1", field(local.nvlinkCentricSched, unsafe.Offsetof(local.nvlinkCentricSched)), zeroOrOne},
+	} {
+		if set(f.v) && !f.ok(f.v) {
+			return conf, errs.New(errs.ErrInvalidArgument, "config: %s is %d; NCCL takes %s", f.name, f.v, f.takes)
 		}
-		conf.Blocking = b != 0
-	}
-	if v := field(local.cgaClusterSize, unsafe.Offsetof(local.cgaClusterSize)); set(v) && v < 0 {
-		return conf, invalid("cgaClusterSize", v)
 	}
 	// NCCL compares minCTAs and maxCTAs as they are, an unset one INT_MIN:
 	// minCTAs set without maxCTAs is refused too.
@@ -71,40 +79,13 @@ func readConfig(cfg *C.purlinConfig_t) (comm.Config, error) {
 	if (set(lo) && lo <= 0) || (set(hi) && hi <= 0) || lo > hi {
 		return conf, errs.New(errs.ErrInvalidArgument, "config: minCTAs %d and maxCTAs %d; NCCL takes each unset or at least 1, minCTAs only with maxCTAs, and minCTAs <= maxCTAs", lo, hi)
 	}
-	for _, f := range []struct {
-		name string
-		v    int32
-		ok   func(int32) bool
-	}{
-		{"splitShare", field(local.splitShare, unsafe.Offsetof(local.splitShare)), zeroOrOne},
-		{"collnetEnable", field(local.collnetEnable, unsafe.Offsetof(local.collnetEnable)), zeroOrOne},
-		{"CTAPolicy", field(local.CTAPolicy, unsafe.Offsetof(local.CTAPolicy)), func(v int32) bool { return v >= 0 && v <= 2 }},
-		{"shrinkShare", field(local.shrinkShare, unsafe.Offsetof(local.shrinkShare)), zeroOrOne},
-		{"nvlsCTAs", field(local.nvlsCTAs, unsafe.Offsetof(local.nvlsCTAs)), func(v int32) bool { return v > 0 }},
-		{"nChannelsPerNetPeer", field(local.nChannelsPerNetPeer, unsafe.Offsetof(local.nChannelsPerNetPeer)), func(v int32) bool { return v > 0 && v <= maxCTAsPerPeer }},
-		{"nvlinkCentricSched", field(local.nvlinkCentricSched, unsafe.Offsetof(local.nvlinkCentricSched)), zeroOrOne},
-	} {
-		if set(f.v) && !f.ok(f.v) {
-			return conf, invalid(f.name, f.v)
-		}
+	if set(blocking) {
+		conf.Blocking = blocking != 0
 	}
 	return conf, nil
 }
 
 func zeroOrOne(v int32) bool { return v == 0 || v == 1 }
-
-// configRanges says, for an error's text, what NCCL takes in each field.
-var configRanges = map[string]string{
-	"blocking":            "0 or 1",
-	"cgaClusterSize":      "0 or more",
-	"splitShare":          "0 or 1",
-	"collnetEnable":       "0 or 1",
-	"CTAPolicy":           "NCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO (0 to 2)",
-	"shrinkShare":         "0 or 1",
-	"nvlsCTAs":            "1 or more",
-	"nChannelsPerNetPeer": "1 to 64",
-	"nvlinkCentricSched":  "0 or 1",
-}
 
 // optionalConfig is readConfig for calls where NULL means "inherit".
 func optionalConfig(cfg *C.purlinConfig_t) (*comm.Config, error) {
