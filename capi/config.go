@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
 
 	"purlin/comm"
@@ -20,8 +21,8 @@ const apiMagic = 0xcafebeef
 // configUndefInt is NCCL_CONFIG_UNDEF_INT: "use the default".
 const configUndefInt = -2147483648
 
-// maxCTAsPerPeer is NCCL's MAXCHANNELS, the most nChannelsPerNetPeer takes.
-const maxCTAsPerPeer = 64
+// ncclMaxChannels is NCCL's MAXCHANNELS, the most nChannelsPerNetPeer takes.
+const ncclMaxChannels = 64
 
 // readConfig reads an ncclConfig_t by content, as NCCL does: its size
 // first, then min(size, ours) bytes, so configs from older or newer headers
@@ -66,7 +67,7 @@ func readConfig(cfg *C.purlinConfig_t) (comm.Config, error) {
 		{"CTAPolicy", "NCCL_CTA_POLICY_DEFAULT, _EFFICIENCY or _ZERO (0 to 2)", field(local.CTAPolicy, unsafe.Offsetof(local.CTAPolicy)), func(v int32) bool { return v >= 0 && v <= 2 }},
 		{"shrinkShare", "0 or 1", field(local.shrinkShare, unsafe.Offsetof(local.shrinkShare)), zeroOrOne},
 		{"nvlsCTAs", "1 or more", field(local.nvlsCTAs, unsafe.Offsetof(local.nvlsCTAs)), func(v int32) bool { return v > 0 }},
-		{"nChannelsPerNetPeer", "1 to 64", field(local.nChannelsPerNetPeer, unsafe.Offsetof(local.nChannelsPerNetPeer)), func(v int32) bool { return v > 0 && v <= maxCTAsPerPeer }},
+		{"nChannelsPerNetPeer", fmt.Sprint("1 to ", ncclMaxChannels), field(local.nChannelsPerNetPeer, unsafe.Offsetof(local.nChannelsPerNetPeer)), func(v int32) bool { return v > 0 && v <= ncclMaxChannels }},
 		{"nvlinkCentricSched", "0 or 1", field(local.nvlinkCentricSched, unsafe.Offsetof(local.nvlinkCentricSched)), zeroOrOne},
 	} {
 		if set(f.v) && !f.ok(f.v) {

@@ -8,9 +8,7 @@
 # build's status.
 cuda_home="$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")"
 cudart="$(ls "$cuda_home"/lib64/libcudart.so "$cuda_home"/targets/x86_64-linux/lib/libcudart.so "$cuda_home"/lib64/libcudart.so.* 2>/dev/null | head -1)"
-nccl_dir="$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)"
-nccl_inc="$nccl_dir/include" nccl_lib="$nccl_dir/lib"
-if [[ ! -f "$nccl_inc/nccl.h" ]]; then nccl_inc=/usr/include nccl_lib=/usr/lib/x86_64-linux-gnu; fi
+source "$root/tests/gpu/find-nccl.sh"
 perf_src=(main bench colls colls_v colls_layouts colls_epilogue values dtype multiproc backend_cuda)
 perf_src=("${perf_src[@]/#/$root/cmd/purlin-perf/}"); perf_src=("${perf_src[@]/%/.c}")
 cc_cuda=(gcc -O2 -g -std=gnu11 -DPERF_CUDA -I"$cuda_home/include")

@@ -21,7 +21,6 @@ typedef int MPI_Datatype;
 typedef int MPI_Op;
 
 #define MPI_SUCCESS 0
-#define MPI_ERR_OTHER 16
 #define MPI_UNDEFINED (-32766)
 #define MPI_COMM_NULL (-1)
 #define MPI_COMM_WORLD 0

@@ -41,9 +41,9 @@ note() { echo "$*" | tee -a "$summary"; }
 
 source "$root/tests/gpu/ngpus.sh"
 purlin_lib=$root/build/nccl-so
-nccl_lib=${NCCL_TESTS_NCCL_LIB:-$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)}
-[[ -f ${nccl_lib:-}/libnccl.so.2 ]] || nccl_lib=/usr/lib/x86_64-linux-gnu
-[[ ${NCCL_TESTS_NCCL_LIB:-} == none || ! -f $nccl_lib/libnccl.so.2 ]] && nccl_lib=
+source "$root/tests/gpu/find-nccl.sh"
+nccl_lib=${NCCL_TESTS_NCCL_LIB:-$nccl_lib}
+[[ $nccl_lib == none || ! -f $nccl_lib/libnccl.so.2 ]] && nccl_lib=
 budget=${NCCL_TESTS_BUDGET_S:-600}
 start=$(date +%s)
 { date -u; echo "NGPUS=$NGPUS GPUS_LISTED=$GPUS_LISTED nccl-tests $(cat "$build/SOURCE" 2>/dev/null)"
