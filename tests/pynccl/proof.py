@@ -5,7 +5,9 @@
 - StderrLog: fd 2 of a rank redirected into a file (Purlin's Go logger writes
   to fd 2, below Python), so the rank can read back the line Purlin logs at
   PURLIN_DEBUG=INFO when it creates a communicator;
-- init_lines(): those lines for this process, rank and size.
+- init_lines(): those lines for this process, rank and size;
+- prove_preloaded(): a preloaded Purlin serves every NCCL name a client binds,
+  and the client's own NEEDED libnccl.so.2.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ class _DlInfo(ctypes.Structure):
 _libc = ctypes.CDLL(None)
 _libc.dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
 _libc.dladdr.restype = ctypes.c_int
+_libc.dlsym.restype, _libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+RTLD_DEFAULT = None
 
 
 def where(address: int) -> str:
@@ -83,3 +87,41 @@ def init_lines(log: str, rank: int, nranks: int) -> List[str]:
 def atom_of(line: str) -> str:
     m = re.search(r"(\w+) Atom\b", line)
     return m.group(1).lower() if m else ""
+
+
+def prove_preloaded(lib: str, names: List[str], client: str) -> dict:
+    """Checks that lib (Purlin) is in LD_PRELOAD and mapped, that every NCCL name
+    in names resolves into it in the global scope, that dlsym in the scope of the
+    client's shared object (whose NEEDED is libnccl.so.2) gives Purlin's
+    ncclAllReduce, and that ncclGetVersion is Purlin's. A real libnccl.so.2 that
+    is also mapped is reported; nothing may bind to it."""
+    lib = os.path.realpath(lib)
+    preloaded = [os.path.realpath(e) for e in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()]
+    if lib not in preloaded:
+        raise AssertionError(f"{lib} is not in LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r}")
+    if lib not in mapped_files(r"nccl|purlin"):
+        raise AssertionError(f"{lib} is not mapped in this process")
+    wrong = {}
+    for name in names:
+        owner = where(_libc.dlsym(RTLD_DEFAULT, name.encode()))
+        if owner != lib:
+            wrong[name] = owner or "unresolved"
+    if wrong:
+        raise AssertionError(f"NCCL names the client imports that do not resolve into {lib}: {wrong}")
+    handle = ctypes.CDLL(client, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)._handle
+    needed = where(_libc.dlsym(handle, b"ncclAllReduce"))
+    notes = []
+    if needed != lib:
+        if os.path.basename(lib) == "libnccl.so.2":  # the nccl-so build must satisfy the NEEDED itself
+            raise AssertionError(f"{os.path.basename(client)}'s NEEDED libnccl.so.2 is {needed or '?'}, not {lib}")
+        notes.append(f"{os.path.basename(lib)} lacks SONAME libnccl.so.2: the client's NEEDED loaded {needed}; "
+                     f"every name above still binds to Purlin through the preload")
+    code = ctypes.c_int()
+    if _libc.ncclGetVersion(ctypes.byref(code)) != 0 or len(str(code.value)) != 5:
+        raise AssertionError(f"ncclGetVersion through the global scope gave {code.value}")
+    if not _libc.dlsym(RTLD_DEFAULT, b"purlinGetVersion"):
+        raise AssertionError("purlinGetVersion is not in the global scope: the preloaded file is not Purlin")
+    also = [f for f in mapped_files(r"^libnccl") if f != lib]
+    if also:
+        notes.append(f"also mapped, nothing bound to it: {', '.join(also)}")
+    return {"library": lib, "version": code.value, "notes": notes}

@@ -13,7 +13,6 @@ After the run, init_report() reads Purlin's INFO lines from the rank's stderr.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import sys
@@ -21,7 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pynccl"))
-from proof import atom_of, init_lines, mapped_files, where  # noqa: E402
+from proof import atom_of, init_lines, prove_preloaded  # noqa: E402
 
 # The NCCL names libtorch_cuda.so of torch 2.11+cu130 imports (reference nccl-symbols.md).
 TORCH_IMPORTS = """ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort
@@ -31,10 +30,6 @@ ncclCommSplit ncclCommUserRank ncclCommWindowDeregister ncclCommWindowRegister n
 ncclDevCommDestroy ncclGetErrorString ncclGetLastError ncclGetUniqueId ncclGetVersion ncclGroupEnd
 ncclGroupSimulateEnd ncclGroupStart ncclMemAlloc ncclMemFree ncclRecv ncclRedOpCreatePreMulSum
 ncclRedOpDestroy ncclReduce ncclReduceScatter ncclSend""".split()
-
-_libc = ctypes.CDLL(None)
-_libc.dlsym.restype, _libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
-RTLD_DEFAULT = None
 
 
 def purlin_library() -> str:
@@ -49,35 +44,8 @@ def purlin_library() -> str:
 
 
 def prove_preload() -> dict:
-    lib = purlin_library()
-    preloaded = [os.path.realpath(e) for e in os.environ.get("LD_PRELOAD", "").replace(":", " ").split()]
-    if lib not in preloaded:
-        raise AssertionError(f"{lib} is not in LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r}")
-    if lib not in mapped_files(r"nccl|purlin"):
-        raise AssertionError(f"{lib} is not mapped in this process")
-    wrong = {}
-    for name in TORCH_IMPORTS:
-        owner = where(_libc.dlsym(RTLD_DEFAULT, name.encode()))
-        if owner != lib:
-            wrong[name] = owner or "unresolved"
-    if wrong:
-        raise AssertionError(f"NCCL names torch imports that do not resolve into {lib}: {wrong}")
     torch_cuda = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")
-    handle = ctypes.CDLL(torch_cuda, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)._handle
-    needed = where(_libc.dlsym(handle, b"ncclAllReduce"))
-    notes = []
-    if needed != lib:
-        if os.path.basename(lib) == "libnccl.so.2":  # the nccl-so build must satisfy the NEEDED itself
-            raise AssertionError(f"libtorch_cuda.so's NEEDED libnccl.so.2 is {needed or '?'}, not {lib}")
-        notes.append(f"{os.path.basename(lib)} lacks SONAME libnccl.so.2: torch's NEEDED loaded {needed}; "
-                     f"every name above still binds to Purlin through the preload")
-    code = ctypes.c_int()
-    if ctypes.CDLL(None).ncclGetVersion(ctypes.byref(code)) != 0 or len(str(code.value)) != 5:
-        raise AssertionError(f"ncclGetVersion through CDLL(None) gave {code.value}")
-    if not _libc.dlsym(RTLD_DEFAULT, b"purlinGetVersion"):
-        raise AssertionError("purlinGetVersion is not in the global scope: the preloaded file is not Purlin")
-    also = [f for f in mapped_files(r"^libnccl") if f != lib]
-    return {"library": lib, "version": code.value, "also_mapped": also, "notes": notes}
+    return prove_preloaded(purlin_library(), TORCH_IMPORTS, torch_cuda)
 
 
 def init_report(log: str, rank: int, world: int, expect_atom: str, need_solo: bool) -> str:
