@@ -1,4 +1,5 @@
-# Purlin build. `make lib` builds build/libpurlin.so; `make test` runs every test.
+# Purlin build. `make lib` builds build/libpurlin.so (and its core, build/libpurlin-core.so);
+# `make test` runs every test.
 # Sub-makefiles add their own targets: csrc/kernels.mk (CUDA fatbin), cmd/purlin-perf/perf.mk,
 # python/python.mk (`make python`: pip install ./python).
 GO      ?= go
@@ -6,7 +7,23 @@ BUILD   := $(CURDIR)/build
 LIB     := $(BUILD)/libpurlin.so
 GOTAGS  ?=
 comma   := ,
-LDFLAGS := -s -w '-extldflags=-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libpurlin.so'
+
+# Purlin is two files (capi/capi.h): the C shim, with every public name, and the
+# Go core beside it, loaded at the first call that needs it so that a process may
+# map Purlin and fork workers before that call. $(call purlin-lib,OUT,SONAME,TAGS)
+# builds the shim OUT (with SONAME) and OUT's directory's libpurlin-core.so
+# (go build -tags TAGS). Both are always rebuilt where a rule calls it: Go's cache
+# makes an unchanged build cheap, the shim is a few C files.
+CORE_LDFLAGS := -s -w '-extldflags=-Wl,--version-script=$(CURDIR)/capi/core.map -Wl,-soname,libpurlin-core.so'
+SHIM_SRC     := $(wildcard $(CURDIR)/capi/shim/*.c)
+SHIM_CFLAGS  := -shared -fPIC -O2 -Wall -Werror -I$(CURDIR)/include -I$(CURDIR)/capi
+SHIM_LDFLAGS := -Wl,--version-script=$(CURDIR)/capi/exports.map -ldl -pthread
+define purlin-lib
+	@mkdir -p $(dir $(1))
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags '$(3)' -ldflags="$(CORE_LDFLAGS)" -o $(dir $(1))libpurlin-core.so ./capi
+	$(CC) $(SHIM_CFLAGS) -I$(dir $(1)) -o $(1) $(SHIM_SRC) -Wl,-soname,$(2) $(SHIM_LDFLAGS)
+	@rm -f $(dir $(1))libpurlin-core.h
+endef
 
 .PHONY: lib test nccl-so nccl-so-cuda gpu-test FORCE
 lib: $(LIB)
@@ -20,9 +37,7 @@ lib: $(LIB)
 NCCL_SO := $(BUILD)/nccl-so/libnccl.so.2
 nccl-so: $(NCCL_SO)
 $(NCCL_SO): FORCE
-	@mkdir -p $(dir $@)
-	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags '$(GOTAGS)' -ldflags="$(subst -soname$(comma)libpurlin.so,-soname$(comma)libnccl.so.2,$(LDFLAGS))" -o $@ ./capi
-	@rm -f $(dir $@)*.h
+	$(call purlin-lib,$@,libnccl.so.2,$(GOTAGS))
 	@readelf -d $@ | grep -q 'SONAME.*\[libnccl\.so\.2\]' || { echo "$@: SONAME is not libnccl.so.2" >&2; rm -f $@; exit 1; }
 
 nccl-so-cuda: kernels
@@ -40,10 +55,8 @@ test:
 gpu-test:
 	@bash tests/gpu/run.sh; a=$$?; bash tests/gpu/extended.sh; b=$$?; [ $$a = 0 ] && [ $$b = 0 ]
 
-$(LIB): $(shell find . -name '*.go' -not -path './build/*') $(wildcard capi/*.c capi/*.h capi/exports.map include/*.h)
-	@mkdir -p $(BUILD)
-	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags '$(GOTAGS)' -ldflags="$(LDFLAGS)" -o $(LIB) ./capi
-	@rm -f $(BUILD)/libpurlin.h
+$(LIB): $(shell find . -name '*.go' -not -path './build/*') $(wildcard capi/*.c capi/*.h capi/*.map capi/shim/* include/*.h)
+	$(call purlin-lib,$(LIB),libpurlin.so,$(GOTAGS))
 
 include tests/tests.mk
 -include csrc/kernels.mk

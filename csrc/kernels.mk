@@ -47,13 +47,12 @@ lib-cuda: kernels
 	$(MAKE) lib GOTAGS=cudakernels
 
 # gpu-tests: what tests/gpu/run.sh needs on the GPU machine (it has no Go):
-# build/gpu/cuda.test and build/gpu/lib/libpurlin.so (kernels embedded; its own
+# build/gpu/cuda.test and build/gpu/lib/libpurlin.so with its core (kernels embedded; its own
 # copy, so a plain `make lib` cannot replace it with a kernel-less build), and
 # build/gpu/COMMIT, the commit they were built from (the suite's JSON names it).
 gpu-tests: kernels
 	@mkdir -p $(BUILD)/gpu/lib
 	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -ldflags="-s -w" -o $(BUILD)/gpu/cuda.test ./atom/cuda
 	CGO_ENABLED=1 $(GO) test -c -tags cudakernels -ldflags="-s -w" -o $(BUILD)/gpu/comm.test ./comm
-	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags cudakernels -ldflags="$(LDFLAGS)" -o $(BUILD)/gpu/lib/libpurlin.so ./capi
-	@rm -f $(BUILD)/gpu/lib/libpurlin.h
+	$(call purlin-lib,$(BUILD)/gpu/lib/libpurlin.so,libpurlin.so,cudakernels)
 	@git describe --always --dirty >$(BUILD)/gpu/COMMIT 2>/dev/null || echo unknown >$(BUILD)/gpu/COMMIT

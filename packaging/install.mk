@@ -4,6 +4,8 @@
 #
 # installs, under $(DESTDIR)$(PREFIX):
 #   lib/libpurlin.so                  the library (SONAME libpurlin.so); link with -lpurlin
+#   lib/libpurlin-core.so             its Go core, which it loads from beside itself at the
+#                                     first call that needs it (lib/purlin/ links to it)
 #   include/purlin.h, purlin_nccl.h   the headers (purlin_nccl.h: NCCL's names and types)
 #   lib/purlin/libnccl.so.2           the drop-in (SONAME libnccl.so.2) and its link-time
 #   lib/purlin/libnccl.so             name: kept out of lib/ so that a system NCCL is never
@@ -31,7 +33,9 @@ install: $(LIB) $(NCCL_SO) packaging/purlin.pc.in packaging/PurlinConfig.cmake.i
 	@test -n "$(PURLIN_VERSION)" || { echo "install: no version in include/purlin.h" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)/purlin $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/cmake/Purlin
 	$(INSTALL) -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/libpurlin.so
+	$(INSTALL) -m 755 $(dir $(LIB))libpurlin-core.so $(DESTDIR)$(LIBDIR)/libpurlin-core.so
 	$(INSTALL) -m 755 $(NCCL_SO) $(DESTDIR)$(LIBDIR)/purlin/libnccl.so.2
+	ln -sf ../libpurlin-core.so $(DESTDIR)$(LIBDIR)/purlin/libpurlin-core.so
 	ln -sf libnccl.so.2 $(DESTDIR)$(LIBDIR)/purlin/libnccl.so
 	$(INSTALL) -m 644 include/purlin.h include/purlin_nccl.h $(DESTDIR)$(INCLUDEDIR)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(PC_LIBDIR)|g' -e 's|@INCLUDEDIR@|$(PC_INCLUDEDIR)|g' \
@@ -43,7 +47,8 @@ install: $(LIB) $(NCCL_SO) packaging/purlin.pc.in packaging/PurlinConfig.cmake.i
 	@echo "install: Purlin $(PURLIN_VERSION) in $(DESTDIR)$(PREFIX)"
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libpurlin.so $(DESTDIR)$(LIBDIR)/purlin/libnccl.so.2 $(DESTDIR)$(LIBDIR)/purlin/libnccl.so \
+	rm -f $(DESTDIR)$(LIBDIR)/libpurlin.so $(DESTDIR)$(LIBDIR)/libpurlin-core.so $(DESTDIR)$(LIBDIR)/purlin/libnccl.so.2 \
+		$(DESTDIR)$(LIBDIR)/purlin/libnccl.so $(DESTDIR)$(LIBDIR)/purlin/libpurlin-core.so \
 		$(DESTDIR)$(INCLUDEDIR)/purlin.h $(DESTDIR)$(INCLUDEDIR)/purlin_nccl.h $(DESTDIR)$(LIBDIR)/pkgconfig/purlin.pc \
 		$(DESTDIR)$(LIBDIR)/cmake/Purlin/PurlinConfig.cmake $(DESTDIR)$(LIBDIR)/cmake/Purlin/PurlinConfigVersion.cmake
 	-rmdir $(DESTDIR)$(LIBDIR)/purlin $(DESTDIR)$(LIBDIR)/cmake/Purlin 2>/dev/null

@@ -1,7 +1,7 @@
 # python/python.mk: the Python package's targets, included by the top Makefile.
 #   make python      pip install ./python into the environment of $(PYTHON) (python3:
 #                    the active virtual environment's, if any); the same as running it by hand
-#   make python-lib  build/python/libpurlin.so, the library the wheel ships (the
+#   make python-lib  build/python/libpurlin.so and its core, the library the wheel ships (the
 #                    package's build backend, python/build_backend/purlin_build.py, runs it)
 # The wheel's library holds the CUDA kernels when PURLIN_WITH_KERNELS=1 (then
 # `make kernels` fetches nvcc from PyPI if none is on PATH); by default only
@@ -20,6 +20,4 @@ python:
 # of kernels or none is never mistaken for up to date, and Go's cache keeps
 # an unchanged build cheap.
 python-lib: $(if $(py_kernels),kernels) FORCE
-	@mkdir -p $(dir $(PY_LIB))
-	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -trimpath -tags '$(if $(py_kernels),cudakernels)' -ldflags="$(LDFLAGS)" -o $(PY_LIB) ./capi
-	@rm -f $(dir $(PY_LIB))libpurlin.h
+	$(call purlin-lib,$(PY_LIB),libpurlin.so,$(if $(py_kernels),cudakernels))

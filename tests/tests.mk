@@ -21,7 +21,7 @@ $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c $(C_DTYPES) tests/c
 	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c,$^) -lm
 
 # The call cache alone, without the library (tests/c/callcache.c is its suite through the library).
-$(TEST_BUILD)/callcache_unit: tests/c/callcache_unit.c tests/c/harness.c capi/callcache.c capi/callcache.h capi/capi.h tests/c/harness.h
+$(TEST_BUILD)/callcache_unit: tests/c/callcache_unit.c tests/c/harness.c capi/shim/callcache.c capi/callcache.h capi/capi.h tests/c/harness.h
 	@mkdir -p $(TEST_BUILD)
 	$(CC) $(TEST_CFLAGS) -I$(CURDIR)/capi -o $@ $(filter %.c,$^) -lm
 

@@ -3,7 +3,8 @@
 `pip install ./python`, from a checkout of the repository, builds the library
 with `make python-lib` (python/python.mk: build/python/libpurlin.so, with the
 CUDA kernels when PURLIN_WITH_KERNELS=1 or an nvcc is on PATH) and ships it
-inside the package as purlin/lib/libpurlin.so. The wheel is tagged for this
+inside the package as purlin/lib/libpurlin.so, beside its Go core
+libpurlin-core.so, which it loads from there. The wheel is tagged for this
 platform (py3-none-<platform>): it holds a native library, but no Python
 extension, so one wheel serves every Python 3. The backend needs nothing
 beyond the standard library (tomllib; tomli before Python 3.11), so pip's
@@ -137,10 +138,15 @@ def get_requires_for_build_editable(config_settings: Optional[Dict] = None) -> L
     return []
 
 
+def _libraries(library: str) -> List[Tuple[str, str]]:
+    """The files the package ships: libpurlin.so and the Go core it loads from beside itself."""
+    return [("libpurlin.so", library), ("libpurlin-core.so", os.path.join(os.path.dirname(library), "libpurlin-core.so"))]
+
+
 def build_wheel(wheel_directory: str, config_settings: Optional[Dict] = None,
                 metadata_directory: Optional[str] = None) -> str:
     library = _build_library()
-    return _write_wheel(wheel_directory, _package_files() + [("purlin/lib/libpurlin.so", _read(library))])
+    return _write_wheel(wheel_directory, _package_files() + [(f"purlin/lib/{name}", _read(path)) for name, path in _libraries(library)])
 
 
 def build_editable(wheel_directory: str, config_settings: Optional[Dict] = None,
@@ -148,11 +154,12 @@ def build_editable(wheel_directory: str, config_settings: Optional[Dict] = None,
     """`pip install -e ./python`: the library is copied into python/purlin/lib/
     (git-ignored) and a .pth file puts python/ on sys.path."""
     library = _build_library()
-    target = os.path.join(PACKAGE_DIR, "purlin", "lib", "libpurlin.so")
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    with open(target + ".tmp", "wb") as f:
-        f.write(_read(library))
-    os.replace(target + ".tmp", target)
+    for name, path in _libraries(library):
+        target = os.path.join(PACKAGE_DIR, "purlin", "lib", name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target + ".tmp", "wb") as f:
+            f.write(_read(path))
+        os.replace(target + ".tmp", target)
     return _write_wheel(wheel_directory, [("purlin_editable.pth", (PACKAGE_DIR + "\n").encode())])
 
 

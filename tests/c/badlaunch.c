@@ -124,6 +124,21 @@ void test_killed_rank_forked_child(void) {
   setenv("PURLIN_TIMEOUT", saved, 1);
 }
 
+/* Ranks forked from a process that loaded the library but never called it
+ * work as under NCCL (badproc.c's scenario_fork_first). */
+void test_fork_before_first_call(void) {
+  proc p;
+  if (procs_spawn(&p, 1, "forkfirst", NULL, NULL) != 0) {
+    FAILF("spawn failed");
+    return;
+  }
+  procs_wait(&p, 1, 3 * g_timeout_s + 40);
+  char how[64];
+  EXPECT(p.exited && p.code == EXIT_OK, "two ranks forked before the first call: the worker %s (%s)",
+         procs_describe(&p, how, sizeof how),
+         p.exited && p.code == EXIT_WRONG ? "a wrong result, or the core loaded too early" : "see stderr");
+}
+
 /* A fork() child without exec shares the parent's communicators but not its
  * threads; any library call there must fail at once instead of hanging. */
 void test_fork_child(void) {

@@ -1,7 +1,8 @@
 /*
  * badproc.c: the bad-input scenarios that need processes of their own: calls
  * that may crash (a destroyed communicator), ranks that disagree, ranks that
- * die, and a fork() child. Each runs in exec'd workers under a deadline.
+ * die, a fork() child, and ranks forked before any call. Each runs in exec'd
+ * workers under a deadline.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +36,81 @@ static int scenario_destroyed(void) {
     return EXIT_NO_ERROR;
   }
   return EXIT_ERRORED;
+}
+
+/* core_mapped reports whether Purlin's Go core (libpurlin-core.so) is loaded in this process. */
+static int core_mapped(void) {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (maps == NULL) return -1;
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, maps) != NULL) found = strstr(line, "/libpurlin-core.so") != NULL;
+  fclose(maps);
+  return found;
+}
+
+/* One rank of scenario_fork_first, in a child forked before any call: rank 0
+ * makes the unique id and hands it to rank 1 through the pipe. */
+static int fork_first_rank(int rank, const int fds[2]) {
+  alarm((unsigned)(3 * g_timeout_s + 20));
+  close(fds[rank == 0 ? 0 : 1]); /* rank 0 failing closes the pipe: rank 1 then reads nothing at once */
+  ncclUniqueId id;
+  if (rank == 0) {
+    if (ncclGetUniqueId(&id) != ncclSuccess || write(fds[1], &id, sizeof id) != (ssize_t)sizeof id) return EXIT_INIT;
+  } else if (read(fds[0], &id, sizeof id) != (ssize_t)sizeof id) {
+    return EXIT_INIT;
+  }
+  ncclComm_t comm = NULL;
+  if (ncclCommInitRank(&comm, 2, id, rank) != ncclSuccess) {
+    fprintf(stderr, "  forked rank %d: ncclCommInitRank: %s\n", rank, ncclGetLastError(NULL));
+    return EXIT_INIT;
+  }
+  float send[1000], recv[1000];
+  for (int i = 0; i < 1000; i++) send[i] = (float)(rank + 1 + i), recv[i] = -1;
+  ncclResult_t rc = ncclAllReduce(send, recv, 1000, ncclFloat32, ncclSum, comm, NULL);
+  if (rc == ncclSuccess) rc = (ncclResult_t)purlinCommSynchronize(PC(comm));
+  if (rc != ncclSuccess) {
+    fprintf(stderr, "  forked rank %d: ncclAllReduce: %d (%s)\n", rank, rc, ncclGetLastError(comm));
+    return EXIT_ERRORED;
+  }
+  for (int i = 0; i < 1000; i++) {
+    if (recv[i] != (float)(3 + 2 * i)) return EXIT_WRONG;
+  }
+  return ncclCommDestroy(comm) == ncclSuccess ? EXIT_OK : EXIT_ERRORED;
+}
+
+/* A process that has the library loaded but has not called it yet forks its
+ * ranks (a launcher, an inference server's worker pool, Python's
+ * multiprocessing): as under NCCL, each child must be able to use it. The
+ * Go core is loaded by the first call that needs it, so each child starts its
+ * own; ncclGetVersion before the fork must not load it. */
+static int scenario_fork_first(void) {
+  int version = 0;
+  if (core_mapped() != 0 || ncclGetVersion(&version) != ncclSuccess || core_mapped() != 0) {
+    fprintf(stderr, "  the core was loaded before any call that needs it (version %d)\n", version);
+    return EXIT_WRONG;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) return EXIT_INIT;
+  fflush(NULL);
+  proc kids[2];
+  memset(kids, 0, sizeof kids);
+  for (int r = 0; r < 2; r++) {
+    kids[r].pid = fork();
+    if (kids[r].pid == 0) _exit(fork_first_rank(r, fds));
+  }
+  close(fds[0]);
+  close(fds[1]);
+  procs_wait(kids, 2, 3 * g_timeout_s + 30);
+  int worst = EXIT_OK;
+  for (int r = 0; r < 2; r++) {
+    char how[64];
+    if (!kids[r].exited || kids[r].code != EXIT_OK) {
+      fprintf(stderr, "  forked rank %d: %s\n", r, procs_describe(&kids[r], how, sizeof how));
+      worst = kids[r].exited && kids[r].code != EXIT_OK ? kids[r].code : EXIT_ERRORED;
+    }
+  }
+  return worst;
 }
 
 /* Both ranks fill sendbuff with rank+1; each checks its own output if its call succeeds. */
@@ -153,6 +229,7 @@ int badinput_worker(int argc, char** argv) {
   int rank = atoi(argv[3]), nranks = atoi(argv[4]);
   const char* extra = argc > 5 ? argv[5] : "";
   if (!strcmp(scenario, "destroyed")) return scenario_destroyed();
+  if (!strcmp(scenario, "forkfirst")) return scenario_fork_first();
   ncclUniqueId id;
   if (procs_read_id(&id) != 0) return EXIT_INIT;
   ncclComm_t comm = NULL;

@@ -13,7 +13,10 @@
 #   python     python/tests with torch tensors and CuPy arrays, two ranks (sharing a GPU where
 #              there is one; issue 5)
 #   torch      tests/torch/run.sh: torch.distributed (nccl) under LD_PRELOAD (issue 4)
+#   torch-fork the same with the ranks forked from a launcher that has Purlin mapped, uncalled
 #   pynccl     tests/pynccl/run.sh: the vLLM-style ctypes client (issue 4)
+#   cupy       tests/cupy/run.sh: CuPy's binding and cupyx.distributed under LD_PRELOAD, ranks
+#              forked as CuPy's own tests fork them; then on the real NCCL (reported, not judged)
 #   shared     8 ranks on GPU 0 alone (CUDA_VISIBLE_DEVICES=0), which cap their blocks so that
 #              every rank's kernel fits on its SMs: every collective x dtype x op eager, the V forms,
 #              column blocks and the fused epilogue, and graphs (the 8-rank Plans on real kernels
@@ -99,8 +102,15 @@ if [[ $s == 5 ]]; then note "SKIP python ($(tail -1 "$out/python.log"))"; else v
 mkdir -p "$gpu/dropin"
 TORCH_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-run.txt" 2>&1
 verdict torch $? "($(tail -1 "$gpu/dropin/torch-run.txt"))"
+TORCH_START=fork TORCH_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 150 bash "$root/tests/torch/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/torch-fork-run.txt" 2>&1
+verdict torch-fork $? "($(tail -1 "$gpu/dropin/torch-fork-run.txt"))"
 PYNCCL_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 120 bash "$root/tests/pynccl/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/pynccl-run.txt" 2>&1
 verdict pynccl $? "($(tail -1 "$gpu/dropin/pynccl-run.txt"))"
+# CuPy's clients: at least 2 ranks (sharing a GPU where there is one), beside the real NCCL at one per GPU.
+CUPY_NRANKS=$(( NGPUS > 2 ? NGPUS : 2 )) PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 260 bash "$root/tests/cupy/run.sh" "$root/build/nccl-so/libnccl.so.2" >"$gpu/dropin/cupy-run.txt" 2>&1
+verdict cupy $? "($(tail -1 "$gpu/dropin/cupy-run.txt"))"
+CUPY_BASELINE=1 CUPY_NRANKS=$NGPUS PURLIN_DROPIN_LOGS="$gpu/dropin" timeout 260 bash "$root/tests/cupy/run.sh" >"$gpu/dropin/cupy-baseline-run.txt" 2>&1
+note "BASELINE cupy on NCCL: status $? ($(grep -E '^cupy \(' "$gpu/dropin/cupy-baseline-run.txt" | tail -1))"
 tar -czf "$out/dropin.tgz" -C "$gpu" dropin
 
 # ---------- shared: 8 ranks on one GPU ----------

@@ -2,7 +2,9 @@
 """An unchanged torch.distributed (nccl backend) program, run on Purlin.
 
 Started with LD_PRELOAD=<Purlin's libnccl.so.2> (tests/torch/run.sh does it),
-it spawns one process per GPU. Each rank first proves Purlin is the NCCL torch
+it starts one process per GPU (spawned; --start fork forks them from this
+process, which has Purlin mapped but has not called it, as Python's
+multiprocessing does by default on Linux). Each rank first proves Purlin is the NCCL torch
 binds to (preload_proof.py), then runs every case of collective_cases.py,
 p2p_cases.py and graph_cases.py, each checked exactly against a reference
 computed locally, calls destroy_process_group, and finally checks the INFO
@@ -83,8 +85,6 @@ def rank_main(rank: int, args: argparse.Namespace) -> None:
             report.append(f"  preload: {facts['library']} serves every NCCL name torch imports "
                           f"(ncclGetVersion {facts['version']})")
             report += [f"  note: {n}" for n in facts["notes"]]
-            if facts["also_mapped"]:
-                report.append(f"  note: also mapped, nothing bound to it: {', '.join(facts['also_mapped'])}")
         if args.backend == "nccl":
             device = torch.device("cuda", rank)
             torch.cuda.set_device(device)
@@ -111,6 +111,15 @@ def rank_main(rank: int, args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def gpus_in_child() -> int:
+    """torch.cuda.device_count() in a child process, which this one does not inherit CUDA from."""
+    import subprocess
+
+    code = "import torch; print(torch.cuda.device_count())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return int(out.stdout.strip() or 0)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -126,6 +135,7 @@ def main() -> int:
     p.add_argument("--op-timeout", type=int, default=120, help="seconds torch lets one call take")
     p.add_argument("--baseline", action="store_true", help="no Purlin: check the cases on the real NCCL")
     p.add_argument("--cases", default="", help="run only the cases whose names this regular expression finds")
+    p.add_argument("--start", choices=["spawn", "fork"], default="spawn", help="how the ranks are started")
     args = p.parse_args()
     os.makedirs(args.logdir, exist_ok=True)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -134,11 +144,13 @@ def main() -> int:
         os.environ.setdefault("PURLIN_DEBUG", "INFO")
         os.environ.setdefault("PURLIN_ATOM", "cuda")  # a build without kernels fails loudly
         os.environ.setdefault("NCCL_DEBUG", "INFO")  # the real NCCL, if it ran, would say so
-    if args.backend == "nccl" and torch.cuda.device_count() < args.nranks:
-        print(f"torch: {args.nranks} ranks need {args.nranks} GPUs, found {torch.cuda.device_count()}")
+    # Forked ranks need a parent that has not touched CUDA: then count the GPUs in a child.
+    gpus = torch.cuda.device_count() if args.start == "spawn" else gpus_in_child()
+    if args.backend == "nccl" and gpus < args.nranks:
+        print(f"torch: {args.nranks} ranks need {args.nranks} GPUs, found {gpus}")
         return 2
     try:
-        tmp.spawn(rank_main, args=(args,), nprocs=args.nranks, join=True)
+        tmp.start_processes(rank_main, args=(args,), nprocs=args.nranks, join=True, start_method=args.start)
     except Exception as err:  # a rank failed; its report is above, its stderr in the log files
         print(f"torch: a rank failed: {str(err).strip().splitlines()[-1] if str(err).strip() else err!r}")
         for rank in range(args.nranks):
@@ -149,7 +161,7 @@ def main() -> int:
                 print(f"--- {path} (last lines)\n" + "\n".join(tail))
         print(f"torch ({args.backend}, {args.nranks} ranks): FAIL")
         return 1
-    print(f"torch ({args.backend}, {args.nranks} ranks{', baseline' if args.baseline else ''}): PASS")
+    print(f"torch ({args.backend}, {args.nranks} ranks{', baseline' if args.baseline else ''}, {args.start}): PASS")
     return 0
 
 

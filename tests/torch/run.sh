@@ -6,6 +6,7 @@
 #   TORCH_BACKEND=gloo  the harness self-check on the CPU (no GPU, no Purlin)
 #   TORCH_BASELINE=1    the same cases on the real NCCL (no preload)
 #   TORCH_NRANKS=N (default 2)   TORCH_CASES=REGEX (the cases whose names it finds)   PYTHON=... (python3)
+#   TORCH_START=fork    ranks forked from the launcher (which has Purlin mapped, uncalled) instead of spawned
 # The log goes to $PURLIN_DROPIN_LOGS/torch-<backend>.log (default build/dropin-logs/), one
 # stderr file per rank beside it. Exit status 0 only if every check passed.
 set -uo pipefail
@@ -18,7 +19,7 @@ fi
 out="${PURLIN_DROPIN_LOGS:-$root/build/dropin-logs}"
 mkdir -p "$out"
 backend="${TORCH_BACKEND:-nccl}"
-args=(--backend "$backend" --nranks "${TORCH_NRANKS:-2}" --logdir "$out" --cases "${TORCH_CASES:-}")
+args=(--backend "$backend" --nranks "${TORCH_NRANKS:-2}" --logdir "$out" --cases "${TORCH_CASES:-}" --start "${TORCH_START:-spawn}")
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-60}"
 preload=()
 if [[ "${TORCH_BASELINE:-0}" == 1 ]]; then
@@ -34,6 +35,7 @@ elif [[ "$backend" == nccl ]]; then
 else
   log="$out/torch-$backend.log"
 fi
+[[ "${TORCH_START:-spawn}" == fork ]] && log="${log%.log}-fork.log"
 
 timeout 570 "${preload[@]}" "${PYTHON:-python3}" "$root/tests/torch/check_torch.py" "${args[@]}" >"$log" 2>&1
 rc=$?

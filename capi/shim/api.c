@@ -1,10 +1,9 @@
 /* api.c: every public C entry point of libpurlin.so, defined once here and
  * aliased under NCCL's names (ncclX and its profiling twin pncclX). Each
- * refuses at once in a forked child, then calls its Go export (goX); a
- * collective first tries the call cache (callcache.h), which needs no Go. */
-#include "capi.h"
-#include "callcache.h"
-#include "_cgo_export.h"
+ * refuses at once in a forked child, then calls its Go export (goX) in the
+ * core, loading it first (shim.h); a collective first tries the call cache
+ * (callcache.h), which needs no Go. */
+#include "shim.h"
 
 #define NCCL_ALIASES(name)                                                     \
   __typeof__(purlin##name) nccl##name __attribute__((alias("purlin" #name))); \
@@ -13,15 +12,19 @@
 /* GUARD refuses in a forked child; FLUSH also moves a group the call cache
  * holds into Go (callcache.h), as every entry point but the group calls and
  * the collectives the cache serves does before it enters Go. */
-#define GUARD() do { if (purlinForked) return purlinInvalidUsage; } while (0)
+#define GUARD() SHIM_GUARD()
 #define FLUSH() do { GUARD(); purlinCallFlush(); } while (0)
 
 extern const char* purlinForkedText;
 
 /* ---------- version, ids, errors ---------- */
+/* The version needs no core: a process may ask before it forks its workers. */
 purlinResult_t purlinGetVersion(int* version) {
-  FLUSH();
-  if (version == NULL) return goNullArgument((char*)"GetVersion: version is NULL");
+  if (purlinForked) return purlinInvalidUsage;
+  if (version == NULL) {
+    GUARD();
+    return goNullArgument((char*)"GetVersion: version is NULL");
+  }
   *version = PURLIN_NCCL_VERSION_CODE;
   return purlinSuccess;
 }
@@ -35,6 +38,7 @@ NCCL_ALIASES(GetUniqueId)
 
 const char* purlinGetLastError(purlinComm_t comm) {
   if (purlinForked) return purlinForkedText;
+  if (!__atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE)) return purlinCoreFailure(); /* nothing else failed yet */
   return goGetLastError((uintptr_t)comm);
 }
 NCCL_ALIASES(GetLastError)

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
-#include "capi.h"
+#include "shim.h"
 
 volatile int purlinForked = 0;
 
@@ -33,9 +33,12 @@ void purlinForkUntrack(int fd) {
   }
 }
 
-/* In the child: no Go, and none of the parent's bootstrap sockets, so the
- * parent's peers see its death at once even while the child lives on. */
+/* In the child of a process whose core was loaded: no Go, and none of the
+ * parent's bootstrap sockets, so the parent's peers see its death at once even
+ * while the child lives on. A child forked before the core was loaded loads
+ * its own. */
 static void purlinMarkForked(void) {
+  if (!__atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE)) return;
   purlinForked = 1;
   int end = atomic_load(&forkFDsEnd);
   for (int i = 0; i < end && i < forkFDsMax; i++) {
@@ -48,8 +51,8 @@ __attribute__((constructor)) static void purlinInstallForkGuard(void) {
   pthread_atfork(NULL, NULL, purlinMarkForked);
 }
 
-const char* purlinForkedText = "called in a child process after fork() without exec: "
-                               "Purlin (its Go runtime) cannot run there; use spawn or exec";
+const char* purlinForkedText = "called in a child process forked (without exec) after Purlin was first used: "
+                               "Purlin (its Go runtime) cannot run there; fork before the first call, or use spawn or exec";
 
 /* NCCL's exact strings (ncclGetErrorString). */
 const char* purlinGetErrorString(purlinResult_t result) {

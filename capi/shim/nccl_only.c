@@ -4,12 +4,10 @@
  * other than ncclResult_t return an empty one of the right type and size.
  * Arguments of unimplemented functions are never read, so their prototypes
  * only need NCCL's return types. */
-#include "capi.h"
-#include "callcache.h"
-#include "_cgo_export.h"
+#include "shim.h"
 
-/* Refuses in a forked child; moves a group the call cache holds into Go (api.c's FLUSH). */
-#define GUARD() do { if (purlinForked) return purlinInvalidUsage; purlinCallFlush(); } while (0)
+/* Refuses in a forked child or without a core; moves a group the call cache holds into Go (api.c's FLUSH). */
+#define GUARD() do { SHIM_GUARD(); purlinCallFlush(); } while (0)
 
 #define NCCL_ONLY(name)                                                   \
   __typeof__(capi_##name) nccl##name __attribute__((alias("capi_" #name))); \
@@ -42,7 +40,7 @@ NCCL_ONLY(WinGetUserPtr)
 
 /* Debug settings are reread from the environment (PURLIN_DEBUG, ...). */
 static void capi_ResetDebugInit(void) {
-  if (!purlinForked) goResetDebugInit();
+  if (!purlinForked && __atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE)) goResetDebugInit(); /* else read at its load */
 }
 NCCL_ONLY(ResetDebugInit)
 static void capi_ResetDebugInitInternal(void) { capi_ResetDebugInit(); }
@@ -75,7 +73,7 @@ UNSUPPORTED(LLA2ACreateRequirement)
   static capiTeam capi_##name(purlinComm_t comm) {                    \
     capiTeam none = {0, 0, 0};                                        \
     (void)comm;                                                       \
-    if (!purlinForked) goUnsupported((char*)"nccl" #name);            \
+    if (!purlinForked && purlinCoreReady()) goUnsupported((char*)"nccl" #name);            \
     return none;                                                      \
   }                                                                   \
   NCCL_ONLY(name)
@@ -88,7 +86,7 @@ UNSUPPORTED_TEAM(TeamRail)
  * int ncclLLA2ACalcSlots(int, int): -1, never a valid rank or count. */
 #define UNSUPPORTED_INT(name)                                         \
   static int capi_##name() {                                          \
-    if (!purlinForked) goUnsupported((char*)"nccl" #name);            \
+    if (!purlinForked && purlinCoreReady()) goUnsupported((char*)"nccl" #name);            \
     return -1;                                                        \
   }                                                                   \
   NCCL_ONLY(name)
