@@ -141,8 +141,11 @@ suite_install() {
   check() { # check NAME CMD...: one check, its output shown only when it fails
     if "${@:2}" >"$log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "install: FAIL $1"; tail -n 20 "$log"; fi
   }
-  check "make install PREFIX" $make --no-print-directory install PREFIX="$prefix"
-  check "make install DESTDIR" $make --no-print-directory install PREFIX=/opt/purlin DESTDIR="$stage"
+  # The drop-in is built into tmp: build/nccl-so may hold a build with the kernels (make nccl-so-cuda)
+  # that the GPU tests need, which a plain build must not replace.
+  local ncclso=NCCL_SO=$tmp/nccl-so/libnccl.so.2
+  check "make install PREFIX" $make --no-print-directory install PREFIX="$prefix" "$ncclso"
+  check "make install DESTDIR" $make --no-print-directory install PREFIX=/opt/purlin DESTDIR="$stage" "$ncclso"
   check "same files under PREFIX and DESTDIR/PREFIX" \
     diff <(cd "$prefix" && find . | sort) <(cd "$stage/opt/purlin" && find . | sort)
   check "SONAMEs: libpurlin.so, lib/purlin/libnccl.so.2" bash -c \
