@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import queue
 import re
-import socket
 import sys
 import traceback
 import warnings
@@ -28,6 +26,9 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pynccl"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+
+from ranks import collect, finish, free_port, start  # noqa: E402
 
 # The NCCL names cupy.cuda.nccl (CuPy 13-14) binds.
 CUPY_IMPORTS = """ncclGetErrorString ncclGetVersion ncclCommGetAsyncError ncclGetUniqueId ncclCommInitRank
@@ -469,13 +470,7 @@ def rank_main(rank: int, args: argparse.Namespace, ids: mp.Queue, results: mp.Qu
         report.append(traceback.format_exc())
     finally:
         log.close()
-    results.put((rank, report, failed))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    results.put({"rank": rank, "report": report, "failed": failed})
 
 
 def main() -> int:
@@ -484,7 +479,7 @@ def main() -> int:
     p.add_argument("--nranks", type=int, default=2)
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--logdir", default=os.environ.get("OUT", "/tmp"))
-    p.add_argument("--timeout", type=float, default=300, help="seconds a rank may take")
+    p.add_argument("--timeout", type=float, default=300, help="seconds for the whole run")
     p.add_argument("--baseline", action="store_true", help="no Purlin: the cases on the real NCCL")
     p.add_argument("--cases", default="", help="only the cases whose names this regular expression finds")
     args = p.parse_args()
@@ -496,29 +491,16 @@ def main() -> int:
     # fork, as CuPy's own tests start ranks: rank 0's NCCLBackend forks its store process in
     # turn, which a spawned rank could not (the store holds a lock, and spawn pickles it).
     # This process has not touched CUDA, so forking it is safe.
-    fork = mp.get_context("fork")
-    ids, results = fork.Queue(), fork.Queue()
-    procs = [fork.Process(target=rank_main, args=(r, args, ids, results)) for r in range(args.nranks)]
-    for proc in procs:
-        proc.start()
-    got, bad = {}, 0
-    try:
-        for _ in procs:
-            rank, report, failed = results.get(timeout=args.timeout)
-            got[rank] = report
-            bad += len(failed)
-    except queue.Empty:
-        bad += 1
-        print(f"cupy: ranks {sorted(set(range(args.nranks)) - set(got))} gave no result in {args.timeout:.0f} s")
-    for proc in procs:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.kill()
-        elif proc.exitcode not in (0, None):
-            bad += 1
+    procs, _ids, results = start("fork", rank_main, args.nranks, args)
+    got = collect(procs, results, args.timeout)
+    finish(procs, len(got) == len(procs))
+    missing = sorted(set(range(args.nranks)) - set(got))
+    if missing:
+        print(f"cupy: ranks {missing} gave no report in {args.timeout:.0f} s")
     for rank in sorted(got):
-        print("\n".join(got[rank]), flush=True)
-    verdict = "PASS" if bad == 0 and len(got) == args.nranks else "FAIL"
+        print("\n".join(got[rank]["report"]), flush=True)
+    bad = len(missing) + sum(len(r["failed"]) for r in got.values())
+    verdict = "PASS" if bad == 0 else "FAIL"
     print(f"cupy ({args.nranks} ranks{', baseline' if args.baseline else ''}): {verdict}")
     return 0 if verdict == "PASS" else 1
 

@@ -17,20 +17,20 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import queue
 import sys
-import time
 import traceback
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 
 from buffers import make_buffers  # noqa: E402
 from cases import CASES, Ctx, Skip  # noqa: E402
 from graph_cases import test_graph_capture_replay  # noqa: E402
 from nccl_library import DTYPES, OPS, NCCLLibrary  # noqa: E402
 from proof import StderrLog, atom_of, init_lines, where  # noqa: E402
+from ranks import collect, finish, start  # noqa: E402
 
 ALL_CASES = CASES + [test_graph_capture_replay]
 
@@ -98,21 +98,6 @@ def rank_main(rank: int, args: argparse.Namespace, ids: mp.Queue, results: mp.Qu
         results.put(report)
 
 
-def collect(procs, results: mp.Queue, timeout: float):
-    reports, deadline = {}, time.monotonic() + timeout
-    while len(reports) < len(procs) and time.monotonic() < deadline:
-        try:
-            r = results.get(timeout=1.0)
-        except queue.Empty:
-            if any(p.exitcode not in (None, 0) for p in procs):
-                break  # a rank died without reporting
-            continue
-        reports[r["rank"]] = r
-        if r["failed"]:
-            break  # its peers would only wait for it until PURLIN_TIMEOUT
-    return reports
-
-
 def main() -> int:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -135,17 +120,9 @@ def main() -> int:
     os.environ.setdefault("PURLIN_ATOM", args.mode)
     os.environ.setdefault("PURLIN_TIMEOUT", "60")
 
-    ctx = mp.get_context("spawn")
-    ids, results = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=rank_main, args=(r, args, ids, results)) for r in range(args.nranks)]
-    for proc in procs:
-        proc.start()
+    procs, _ids, results = start("spawn", rank_main, args.nranks, args)
     reports = collect(procs, results, args.timeout)
-    for proc in procs:
-        proc.join(timeout=5 if len(reports) == len(procs) else 0.1)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(timeout=5)
+    finish(procs, len(reports) == len(procs))
 
     ok = len(reports) == args.nranks
     for r in range(args.nranks):

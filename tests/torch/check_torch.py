@@ -21,11 +21,11 @@ import argparse
 import datetime
 import os
 import re
-import socket
 import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -35,6 +35,7 @@ import collective_cases  # noqa: E402
 import graph_cases  # noqa: E402
 import p2p_cases  # noqa: E402
 from collective_cases import Ctx, Unsupported  # noqa: E402
+from ranks import free_port  # noqa: E402
 
 ALL_CASES = collective_cases.CASES + p2p_cases.CASES + graph_cases.CASES
 
@@ -118,12 +119,6 @@ def gpus_in_child() -> int:
     code = "import torch; print(torch.cuda.device_count())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     return int(out.stdout.strip() or 0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> int:
