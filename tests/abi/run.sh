@@ -4,7 +4,9 @@
 #    and linked with LIB: enum values, sizes, version, strings, ncclConfig_t;
 #  - every name of nccl-symbols.txt exported, with its pnccl twin;
 #  - `nm -D --defined-only` lists only purlin*, nccl* and pnccl* names;
-#  - the newest GLIBC symbol version LIB needs is <= 2.34;
+#  - the newest GLIBC symbol version LIB and its core need is <= 2.34;
+#  - the core exports only the Go exports and purlinCoreBind; LIB without it
+#    refuses every call that needs it with a clear error (nocore.c);
 #  - minimpi (tests/nccltests), the MPI stand-in NCCL's own tests run on.
 # Prints PASS/FAIL lines and a closing "abi: N passed, M failed".
 set -u
@@ -48,13 +50,35 @@ if [ ${#missing[@]} -eq 0 ]; then pass "symbols-exported"; else fail "symbols-ex
 foreign=$(grep -vE '^(purlin|nccl|pnccl)' <<<"$defined" | tr '\n' ' ')
 if [ -z "$foreign" ]; then pass "only-purlin-nccl-names"; else fail "only-purlin-nccl-names" "also exports: ${foreign:0:400}"; fi
 
-# 3. glibc: the library must load on glibc 2.34 systems.
-newest=$(objdump -T "$lib" | grep -oE 'GLIBC_[0-9]+(\.[0-9]+)+' | sed 's/GLIBC_//' | sort -V | tail -1)
-if [ -n "$newest" ] && [ "$(printf '%s\n2.34\n' "$newest" | sort -V | tail -1)" = "2.34" ]; then
-  pass "glibc-max-2.34 (needs $newest)"
+# 3. glibc: the library and its core must load on glibc 2.34 systems.
+core=$(dirname "$lib")/libpurlin-core.so
+for f in "$lib" "$core"; do
+  newest=$(objdump -T "$f" | grep -oE 'GLIBC_[0-9]+(\.[0-9]+)+' | sed 's/GLIBC_//' | sort -V | tail -1)
+  if [ -n "$newest" ] && [ "$(printf '%s\n2.34\n' "$newest" | sort -V | tail -1)" = "2.34" ]; then
+    pass "glibc-max-2.34 $(basename "$f") (needs $newest)"
+  else
+    fail "glibc-max-2.34 $(basename "$f")" "needs GLIBC_$newest"
+  fi
+done
+
+# 3b. The core beside the library exports the Go exports and purlinCoreBind alone; the
+#     library without it refuses what needs it with a clear error (nocore.c).
+core_foreign=$(nm -D --defined-only "$core" | awk '{print $NF}' | grep -vE '^(go[A-Z]|purlinCoreBind$)' | tr '\n' ' ')
+if [ -z "$core_foreign" ]; then pass "core-exports"; else fail "core-exports" "also exports: ${core_foreign:0:400}"; fi
+alone=$(mktemp -d)
+cp "$lib" "$alone/"
+if gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I"$root/include" -o "$out/nocore" "$here/nocore.c" \
+    -L"$alone" -Wl,-rpath,"$alone" -l:"$(basename "$lib")" 2>"$out/nocore.log"; then
+  log=$(timeout -k 5 30 "$out/nocore" 2>&1)
+  rc=$?
+  echo "$log" | grep -E '^(PASS|FAIL) '
+  passed=$((passed + $(grep -c '^PASS ' <<<"$log")))
+  failed=$((failed + $(grep -c '^FAIL ' <<<"$log")))
+  [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$log" && fail "nocore-run" "exited $rc: $(tail -3 <<<"$log")"
 else
-  fail "glibc-max-2.34" "needs GLIBC_$newest"
+  fail "nocore-compile" "$(head -20 "$out/nocore.log")"
 fi
+rm -rf "$alone"
 
 # 4. minimpi (tests/nccltests), what runs NCCL's own tests as processes: its
 #    calls checked at 1, 3 and 8 ranks, and a rank that dies stops the others.
