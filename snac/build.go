@@ -46,8 +46,8 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		half = t.P2PHalf
 		// A group merges one Plan per peer and direction (2*NRanks of them with
 		// sends to self, as torch's all-to-all does) into one Plan of at most
-		// MaxWorkers workers, so each point-to-point Plan takes its share only.
-		t.Workers = max(1, min(t.Workers, MaxWorkers/(2*t.NRanks)))
+		// t.launchWorkers() workers, so each point-to-point Plan takes its share only.
+		t.Workers = max(1, min(t.Workers, t.launchWorkers()/(2*t.NRanks)))
 	}
 	engine := engineServes(c, t, longest, known)
 	blocks := t.Workers // a reduction's reducers on the copy engine take the processors' workers

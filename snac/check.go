@@ -72,6 +72,12 @@ func pairCheck(c *spec.Call, t Topology, bytes uint64) uint64 {
 }
 
 // shared are the fields of t that every rank must share (all but Rank).
+// LaunchWorkers joins them where it is set (the words of the others stay
+// what they were).
 func (t Topology) shared() []uint64 {
-	return []uint64{uint64(t.NRanks), uint64(t.Workers), t.StageHalf, t.P2PHalf, t.PacketMax, t.ChunkMax}
+	words := []uint64{uint64(t.NRanks), uint64(t.Workers), t.StageHalf, t.P2PHalf, t.PacketMax, t.ChunkMax}
+	if t.LaunchWorkers != 0 {
+		words = append(words, uint64(t.LaunchWorkers))
+	}
+	return words
 }

@@ -83,6 +83,9 @@ func (w *world) runProgram(prog *spectest.Program, how grouping) {
 				p2p.Mem = append(p2p.Mem, mem...)
 			}
 			p2p.Plan = w.merge(plans, how == nested)
+			if most := w.topo.LaunchWorkers; most > 0 && how == rounds {
+				require.LessOrEqual(w.t, len(p2p.Plan.Workers), most, "rank %d's launch of %d sends and receives", r, len(unit))
+			}
 			launches[r] = append(launches[r], p2p)
 		}
 	}
@@ -152,6 +155,36 @@ func TestP2PMatchesAcrossGroupings(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestP2PWithinLaunchWorkers: where one launch may run only LaunchWorkers
+// workers (ranks sharing a GPU, whose kernels must all fit on its SMs at
+// once), each launch of a group's sends and receives, as comm splits it
+// (rounds), stays within them, down to one worker per peer and direction;
+// and every transfer still lands (sizes and groupings as
+// TestP2PMatchesAcrossGroupings allows each case).
+func TestP2PWithinLaunchWorkers(t *testing.T) {
+	for _, tc := range spectest.GroupingCases() {
+		t.Run(tc.Name, func(t *testing.T) {
+			w := newWorld(t, tc.Program.NRanks, 2)
+			w.topo.Workers = 8
+			w.topo.LaunchWorkers = 2 * tc.Program.NRanks
+			how, sizes := rounds, p2pSizes
+			if tc.WholeGroup {
+				how = whole
+			}
+			if tc.Unblocked {
+				sizes = p2pSizes[:3] // no ring
+			}
+			for run, size := range sizes {
+				p := tc.Program
+				if !tc.Fixed {
+					p = p.Resized(size + uint64(run))
+				}
+				w.runProgram(&p, how)
+			}
+		})
 	}
 }
 

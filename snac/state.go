@@ -83,6 +83,10 @@ type Topology struct {
 	Rank   int
 	// Workers is the most workers a Plan may use (GPU: thread blocks).
 	Workers int
+	// LaunchWorkers is the most workers one launch may use, a group's
+	// merged Plan of sends and receives among them (0: MaxWorkers): fewer
+	// where ranks share a GPU, whose kernels must all fit on its SMs at once.
+	LaunchWorkers int
 	// StageHalf is the bytes of one half of the collective staging area.
 	StageHalf uint64
 	// P2PHalf is the bytes of one half of one point-to-point area (one per peer).
@@ -100,6 +104,14 @@ type Topology struct {
 	EngineMin     uint64
 	EngineWorkers int
 	EngineChunk   uint64
+}
+
+// launchWorkers is t.LaunchWorkers, MaxWorkers where unset or above it.
+func (t Topology) launchWorkers() int {
+	if t.LaunchWorkers <= 0 {
+		return MaxWorkers
+	}
+	return min(t.LaunchWorkers, MaxWorkers)
 }
 
 // MaxEngineWorkers bounds Topology.EngineWorkers.

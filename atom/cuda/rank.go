@@ -148,9 +148,10 @@ func (r *Rank) launchesPDL() bool { return r.pdl && !deviceShared(r.device) }
 // dependent launch is turned off: with it, four to eight ranks on one H200
 // waited for each other until the timeout where the same calls without it
 // ended (docs/performance.md, twenty-second session); it is off for every
-// rank on such a device, of any communicator (launchesPDL). And a Plan gets at
-// most SMs / crowd blocks (taking a block of purlin_run to fill an SM, as
-// its launch bounds allow), the same
+// rank on such a device, of any communicator (launchesPDL). And a launch
+// gets at most SMs / crowd blocks (taking a block of purlin_run to fill an
+// SM, as its launch bounds allow), a Plan's and a group's merged sends and
+// receives (snac.Topology.LaunchWorkers) alike, the same
 // number on every rank: crowd is the same everywhere, and so are the SMs of
 // a server's GPUs (where they differ, the ranks' Plans disagree, and every
 // call fails saying so).
@@ -164,10 +165,13 @@ func (r *Rank) shareDevices() {
 	if driver.CtxGetDevice(&dev) != cuSuccess || driver.DeviceGetAttribute(&sms, deviceAttrMultiprocessors, dev) != cuSuccess {
 		return
 	}
-	if fit := max(int(sms)/r.mem.crowd, 1); r.topo.Workers > fit {
+	fit := max(int(sms)/r.mem.crowd, 1)
+	if r.topo.Workers > fit {
 		config.Infof("rank %d: up to %d ranks share a device of %d SMs: at most %d blocks a call, not %d", r.topo.Rank, r.mem.crowd, sms, fit, r.topo.Workers)
 		r.topo.Workers = fit
 	}
+	r.topo.LaunchWorkers = fit // a group's sends and receives too, merged into one launch
+
 }
 
 // Topology is the topology the rank's Plans must be built for: the one it
