@@ -174,5 +174,56 @@ def test_all_to_all_single(ctx: Ctx) -> None:
         check(f"all_to_all_single uneven {dtype} rank {ctx.rank}", out, torch.cat(parts))
 
 
+def test_torch_cuda_nccl(ctx: Ctx) -> None:
+    """torch.cuda.nccl, what DataParallel's broadcast_coalesced and reduce_add use: one process
+    driving every GPU it sees (ncclCommInitAll, then a group of one call per GPU), on rank 0
+    alone; GPU d holds input d."""
+    if ctx.backend != "nccl":
+        raise Unsupported("torch.cuda.nccl needs NCCL on GPUs")
+    if ctx.rank != 0:
+        return
+    import torch.cuda.nccl as tnccl
+
+    n, count = torch.cuda.device_count(), 1031
+
+    def inputs(seed: int, each: int, dtype) -> list:
+        return [to_dtype(grid(seed, d, each, dtype), dtype).to(torch.device("cuda", d)) for d in range(n)]
+
+    def synced(ts: list) -> list:
+        for t in ts:
+            torch.cuda.synchronize(t.device)
+        return ts
+
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+        seed = ctx.seed + 21
+        ts = inputs(seed, count, dtype)
+        if not tnccl.is_available(ts):
+            raise AssertionError(f"torch.cuda.nccl.is_available refused {n} tensors on {n} GPUs")
+        tnccl.all_reduce(ts)
+        for d, t in enumerate(synced(ts)):
+            check(f"torch.cuda.nccl.all_reduce {dtype} GPU {d}", t, expected(seed, n, count, dtype, "sum"))
+        ts = inputs(seed + 1, count, dtype)
+        tnccl.broadcast(ts, root=n - 1)
+        for d, t in enumerate(synced(ts)):
+            check(f"torch.cuda.nccl.broadcast {dtype} GPU {d}", t, to_dtype(grid(seed + 1, n - 1, count, dtype), dtype))
+        ts = inputs(seed + 2, count, dtype)
+        out = torch.empty_like(ts[0])
+        tnccl.reduce(ts, output=out, root=0)
+        check(f"torch.cuda.nccl.reduce {dtype}", synced([out])[0], expected(seed + 2, n, count, dtype, "sum"))
+        ts = inputs(seed + 3, count, dtype)
+        outs = [torch.empty(n * count, dtype=dtype, device=t.device) for t in ts]
+        tnccl.all_gather(ts, outs)
+        want = torch.cat([to_dtype(grid(seed + 3, d, count, dtype), dtype) for d in range(n)])
+        for d, t in enumerate(synced(outs)):
+            check(f"torch.cuda.nccl.all_gather {dtype} GPU {d}", t, want)
+        ts = inputs(seed + 4, n * count, dtype)
+        outs = [torch.empty(count, dtype=dtype, device=t.device) for t in ts]
+        tnccl.reduce_scatter(ts, outs)
+        full = expected(seed + 4, n, n * count, dtype, "sum")
+        for d, t in enumerate(synced(outs)):
+            check(f"torch.cuda.nccl.reduce_scatter {dtype} GPU {d}", t, full[d * count:(d + 1) * count])
+    ctx.notes.append(f"torch.cuda.nccl on {n} GPU(s) in one process, NCCL version {tnccl.version()}")
+
+
 CASES = [test_all_reduce, test_all_reduce_premul_sum, test_all_gather_into_tensor, test_reduce_scatter_tensor,
-         test_broadcast, test_reduce, test_all_to_all_single]
+         test_broadcast, test_reduce, test_all_to_all_single, test_torch_cuda_nccl]
