@@ -18,10 +18,11 @@
 extern const char* purlinForkedText;
 
 /* ---------- version, ids, errors ---------- */
-/* The version needs no core: a process may ask before it forks its workers. */
+/* The version needs no core: a process may ask before it forks its workers,
+ * and a child forked after the core was loaded may still ask, as under NCCL. */
 purlinResult_t purlinGetVersion(int* version) {
-  if (purlinForked) return purlinInvalidUsage;
   if (version == NULL) {
+    if (purlinForked) return purlinInvalidArgument; /* no core to keep the text */
     GUARD();
     return goNullArgument((char*)"GetVersion: version is NULL");
   }

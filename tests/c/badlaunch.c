@@ -155,6 +155,8 @@ void test_fork_child(void) {
     ncclUniqueId id;
     ncclResult_t b = ncclGetUniqueId(&id);
     double took = now_s() - t0;
+    int version = 0; /* needs no Go runtime: answered there too, as NCCL does */
+    if (ncclGetVersion(&version) != ncclSuccess || version != NCCL_VERSION_CODE) _exit(3);
     if (a == ncclSuccess || b == ncclSuccess) _exit(1);
     _exit(took < 2.0 ? 0 : 2);
   }
@@ -165,6 +167,7 @@ void test_fork_child(void) {
   char how[64];
   EXPECT(p.exited && p.code == 0, "fork() child calling the library: %s (%s)", procs_describe(&p, how, sizeof how),
          p.exited && p.code == 1 ? "a call succeeded" : p.exited && p.code == 2 ? "the error took over 2 s"
+         : p.exited && p.code == 3 ? "ncclGetVersion was refused"
          : p.signaled ? "it crashed or hung until its alarm" : "");
   expect_usable(&q, "a fork() child called the library");
   clique_destroy(&q);
