@@ -6,7 +6,6 @@ GO      ?= go
 BUILD   := $(CURDIR)/build
 LIB     := $(BUILD)/libpurlin.so
 GOTAGS  ?=
-comma   := ,
 
 # Purlin is two files (capi/capi.h): the C shim, with every public name, and the
 # Go core beside it, loaded at the first call that needs it so that a process may

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "purlin.h"
+#include "callcache.h"
 
 /* Purlin is two files: the C shim (shim/: libpurlin.so, or the drop-in
  * libnccl.so.2), which holds every public entry point, the call cache and the
@@ -27,8 +28,8 @@ __attribute__((visibility("hidden"))) void purlinForkUntrack(int fd);
 typedef struct {
   void (*forkTrack)(int fd);
   void (*forkUntrack)(int fd);
-  void *(*callRecord)(const void *keys, int n, int *size);
-  void (*callCommit)(void *rec, const void *facts, int bytes, uintptr_t issue);
+  void *(*callRecord)(const purlinCallKey *keys, int n, int *size);
+  void (*callCommit)(void *rec, const purlinCallFacts *facts, int bytes, uintptr_t issue);
 } purlinShimCalls;
 __attribute__((visibility("default"))) void purlinCoreBind(const purlinShimCalls *calls);
 

@@ -29,10 +29,8 @@ func engineTopology(n, rank int) snac.Topology {
 // output is checked.
 func TestGPUCopyEngine(t *testing.T) {
 	needGPUs(t, 1)
-	var count int32
-	driver.DeviceGetCount(&count)
 	const n = 2
-	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), engineTopology, func(r int) int { return r % int(count) })
+	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), engineTopology, inTurn())
 	rng := rand.New(rand.NewPCG(7, 23))
 	prog := spectest.Program{NRanks: n}
 	engines, i := 0, 0

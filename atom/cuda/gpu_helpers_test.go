@@ -119,6 +119,14 @@ func newGPURanksOn(t *testing.T, n int, timeoutNs int64, topology func(n, rank i
 	return newGPURanksOnDevices(t, n, timeoutNs, topology, func(r int) int { return r })
 }
 
+// inTurn places rank r on GPU r mod the GPUs present: ranks share them where
+// there are fewer GPUs than ranks.
+func inTurn() func(r int) int {
+	var count int32
+	driver.DeviceGetCount(&count)
+	return func(r int) int { return r % int(max(count, 1)) }
+}
+
 // newGPURanksOnDevices makes n ranks, rank r on device device(r): two
 // ranks may share a GPU (eager calls only: two ranks' kernels that wait for
 // each other need room on its SMs at once, which a graph's launches are

@@ -25,13 +25,10 @@ import (
 // (every call here is eager, so their kernels may wait for each other).
 func TestGPUP2PGroupings(t *testing.T) {
 	needGPUs(t, 1)
-	var count int32
-	driver.DeviceGetCount(&count)
 	half := gpuTopology(2, 0).P2PHalf
 	for _, tc := range spectest.GroupingCases() {
 		t.Run(tc.Name, func(t *testing.T) {
-			ranks := newGPURanksOnDevices(t, tc.Program.NRanks, int64(20*time.Second), gpuTopology,
-				func(r int) int { return r % int(count) })
+			ranks := newGPURanksOnDevices(t, tc.Program.NRanks, int64(20*time.Second), gpuTopology, inTurn())
 			rng := rand.New(rand.NewPCG(uint64(tc.Program.NRanks), 11))
 			if tc.Fixed {
 				runGPUProgram(t, ranks, &tc.Program, rng)

@@ -171,7 +171,6 @@ func (r *Rank) shareDevices() {
 		r.topo.Workers = fit
 	}
 	r.topo.LaunchWorkers = fit // a group's sends and receives too, merged into one launch
-
 }
 
 // Topology is the topology the rank's Plans must be built for: the one it

@@ -39,7 +39,7 @@ NCCL_ALIASES(GetUniqueId)
 
 const char* purlinGetLastError(purlinComm_t comm) {
   if (purlinForked) return purlinForkedText;
-  if (!__atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE)) return purlinCoreFailure(); /* nothing else failed yet */
+  if (!purlinCoreIsLoaded()) return purlinCoreFailure(); /* nothing else failed yet */
   return goGetLastError((uintptr_t)comm);
 }
 NCCL_ALIASES(GetLastError)

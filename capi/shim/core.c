@@ -34,11 +34,6 @@ __attribute__((constructor)) static void findCore(void) {
   snprintf(corePath, sizeof corePath, "%s/libpurlin-core.so", real);
 }
 
-static void forkTrack(int fd) { purlinForkTrack(fd); }
-static void forkUntrack(int fd) { purlinForkUntrack(fd); }
-static void *callRecord(const void *keys, int n, int *size) { return purlinCallRecord(keys, n, size); }
-static void callCommit(void *rec, const void *facts, int bytes, uintptr_t issue) { purlinCallCommit(rec, facts, bytes, issue); }
-
 static void load(void) {
   if (corePath[0] == '\0') return; /* findCore said why */
   void *h = dlopen(corePath, RTLD_NOW | RTLD_LOCAL);
@@ -56,14 +51,14 @@ static void load(void) {
     snprintf(failure, sizeof failure, "purlin: %s has no %s: it is not this library's core", corePath, missing);
     return;
   }
-  static const purlinShimCalls calls = {forkTrack, forkUntrack, callRecord, callCommit};
+  static const purlinShimCalls calls = {purlinForkTrack, purlinForkUntrack, purlinCallRecord, purlinCallCommit};
   bind(&calls);
   __atomic_store_n(&purlinCoreLoaded, 1, __ATOMIC_RELEASE);
 }
 
 int purlinCoreLoad(void) {
   pthread_once(&loadOnce, load);
-  int loaded = __atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE);
+  int loaded = purlinCoreIsLoaded();
   static int told;
   if (!loaded && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) fprintf(stderr, "%s\n", failure);
   return loaded;

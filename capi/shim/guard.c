@@ -38,7 +38,7 @@ void purlinForkUntrack(int fd) {
  * while the child lives on. A child forked before the core was loaded loads
  * its own. */
 static void purlinMarkForked(void) {
-  if (!__atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE)) return;
+  if (!purlinCoreIsLoaded()) return;
   purlinForked = 1;
   int end = atomic_load(&forkFDsEnd);
   for (int i = 0; i < end && i < forkFDsMax; i++) {

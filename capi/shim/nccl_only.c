@@ -40,7 +40,7 @@ NCCL_ONLY(WinGetUserPtr)
 
 /* Debug settings are reread from the environment (PURLIN_DEBUG, ...). */
 static void capi_ResetDebugInit(void) {
-  if (!purlinForked && __atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE)) goResetDebugInit(); /* else read at its load */
+  if (!purlinForked && purlinCoreIsLoaded()) goResetDebugInit(); /* else read at its load */
 }
 NCCL_ONLY(ResetDebugInit)
 static void capi_ResetDebugInitInternal(void) { capi_ResetDebugInit(); }

@@ -36,9 +36,10 @@ __attribute__((visibility("hidden"))) extern int purlinCoreLoaded;
 __attribute__((visibility("hidden"))) int purlinCoreLoad(void);
 __attribute__((visibility("hidden"))) const char *purlinCoreFailure(void);
 
-static inline int purlinCoreReady(void) {
-  return __atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE) || purlinCoreLoad();
-}
+/* purlinCoreIsLoaded reports whether the core is loaded, loading nothing;
+ * purlinCoreReady loads it first where it is not. */
+static inline int purlinCoreIsLoaded(void) { return __atomic_load_n(&purlinCoreLoaded, __ATOMIC_ACQUIRE); }
+static inline int purlinCoreReady(void) { return purlinCoreIsLoaded() || purlinCoreLoad(); }
 
 /* SHIM_GUARD opens every entry point that enters the core: it refuses in a
  * child forked after the core was loaded (capi.h), and with a system error

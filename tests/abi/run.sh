@@ -18,18 +18,24 @@ mkdir -p "$out"
 passed=0 failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+# tally NAME LIMIT_S PROGRAM: runs a program that prints PASS/FAIL lines and counts them;
+# one that exits non-zero without a FAIL line fails NAME.
+tally() {
+  local log rc
+  log=$(timeout -k 5 "$2" "$3" 2>&1)
+  rc=$?
+  echo "$log" | grep -E '^(PASS|FAIL) '
+  passed=$((passed + $(grep -c '^PASS ' <<<"$log")))
+  failed=$((failed + $(grep -c '^FAIL ' <<<"$log")))
+  [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$log" && fail "$1" "exited $rc: $(tail -3 <<<"$log")"
+}
 
 # 1. NCCL's header, compiled and run against our library.
 if "$here/fetch-nccl.sh" "$root/build/nccl"; then
   if gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I"$root/build/nccl" -I"$here/cuda_stub" -I"$root/include" \
       -o "$out/abi" "$here/abi.c" -L"$(dirname "$lib")" -Wl,-rpath,"$(dirname "$lib")" -l:"$(basename "$lib")" 2>"$out/abi.log"; then
     pass "compile-against-nccl.h"
-    log=$(PURLIN_ATOM=${PURLIN_ATOM:-host} PURLIN_TIMEOUT=${PURLIN_TIMEOUT:-10} timeout -k 5 150 "$out/abi" 2>&1)
-    rc=$?
-    echo "$log" | grep -E '^(PASS|FAIL) '
-    passed=$((passed + $(grep -c '^PASS ' <<<"$log")))
-    failed=$((failed + $(grep -c '^FAIL ' <<<"$log")))
-    [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$log" && fail "abi-run" "exited $rc: $(tail -3 <<<"$log")"
+    PURLIN_ATOM=${PURLIN_ATOM:-host} PURLIN_TIMEOUT=${PURLIN_TIMEOUT:-10} tally abi-run 150 "$out/abi"
   else
     fail "compile-against-nccl.h" "$(head -20 "$out/abi.log")"
   fi
@@ -69,12 +75,7 @@ alone=$(mktemp -d)
 cp "$lib" "$alone/"
 if gcc -std=gnu11 -O1 -Wall -Wextra -Werror -I"$root/include" -o "$out/nocore" "$here/nocore.c" \
     -L"$alone" -Wl,-rpath,"$alone" -l:"$(basename "$lib")" 2>"$out/nocore.log"; then
-  log=$(timeout -k 5 30 "$out/nocore" 2>&1)
-  rc=$?
-  echo "$log" | grep -E '^(PASS|FAIL) '
-  passed=$((passed + $(grep -c '^PASS ' <<<"$log")))
-  failed=$((failed + $(grep -c '^FAIL ' <<<"$log")))
-  [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$log" && fail "nocore-run" "exited $rc: $(tail -3 <<<"$log")"
+  tally nocore-run 30 "$out/nocore"
 else
   fail "nocore-compile" "$(head -20 "$out/nocore.log")"
 fi
