@@ -13,7 +13,7 @@
 #   bench (tools/perfplot.py's and tests/gpu/compare.py's tests, then make bench: its verdict and plot),
 #   pyinstall (pip install ./python into a fresh virtual environment, then two
 #   processes all-reduce with it), readme (every code block of README.md).
-# PURLIN_TEST_SUITES="c abi" runs only those.
+# Each suite's line ends with its seconds. PURLIN_TEST_SUITES="c abi" runs only those.
 set -u
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -245,7 +245,7 @@ mkdir -p "$logs"
 for s in $suites; do
   fn="suite_${s//-/_}"
   log=$logs/$s.log
-  before=${#summary[@]}
+  before=${#summary[@]} t0=$(date +%s)
   if [ -n "${PURLIN_TEST_VERBOSE:-}" ]; then
     "$fn" > >(tee "$log") 2>&1; rc=$?
   else
@@ -254,6 +254,7 @@ for s in $suites; do
   [ "${#summary[@]}" -gt "$before" ] || summary+=("$s: 0 passed, 1 failed (no result)")
   line=${summary[-1]}
   [ -n "$line" ] || line="$s: 0 passed, 1 failed (no result)"
+  line+=" [$(( $(date +%s) - t0 )) s]"  # CI's budget is the suites' sum: well under 20 minutes
   if [ "$rc" -ne 0 ]; then
     failed_suites=$((failed_suites + 1))
     echo "$line (log: ${log#"$root"/})"

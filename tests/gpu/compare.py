@@ -2,6 +2,7 @@
 """compare.py: side-by-side tables of purlin-perf outputs, Purlin vs NCCL.
 
 Usage: compare.py PURLIN.txt NCCL.txt [--json OUT.json --commit C --gpus N --nccl-version V]
+                  [--rmsnorm RMSNORM.json] [--earlier DIR ...]
 Each file holds several purlin-perf runs, each preceded by a line
 '## RUN mode=<eager|graph> ... args: <purlin-perf arguments>' (tests/gpu/run.sh
 writes it). Runs with -R 1 (buffers registered as symmetric windows) are kept
@@ -17,21 +18,36 @@ size) measured on both libraries, in the form docs/perf/2xh200.json keeps:
 "dtype", "bytes", "purlin_us", "nccl_us", "purlin_busbw", "nccl_busbw",
 "purlin_wrong", "nccl_wrong", "blocks", "registered"}]}. "blocks" is null
 where the run did not report it.
+
+--earlier DIR (repeatable, oldest first) names the logs of an earlier run of the suite on the
+same build (tests/gpu/run.sh with GPU_PARTS: a suite too long for one sitting, run in parts):
+its perf-purlin.txt, perf-nccl.txt and rmsnorm.json come before the files named, a row measured
+again replaces the earlier one, and wrong values and failed runs count from every run. DIR/COMMIT
+must name the --commit given, else nothing is written and the exit status is 2.
 """
 import argparse
 import datetime
 import json
 import os
 import re
+import sys
 
 
-def parse(path):
+def parse(paths):
+    """The rows, wrong-value totals and runs of purlin-perf outputs, files in order: a row a later
+    file measured again replaces the earlier one."""
     rows, wrong, runs = {}, {}, {}
+    for path in paths:
+        try:
+            lines = open(path, errors="replace").read().splitlines()
+        except OSError:
+            continue
+        parse_lines(lines, rows, wrong, runs)
+    return rows, wrong, runs
+
+
+def parse_lines(lines, rows, wrong, runs):
     mode, coll, procs, reg = "?", "?", 1, False
-    try:
-        lines = open(path, errors="replace").read().splitlines()
-    except OSError:
-        return rows, wrong, runs
     for line in lines:
         m = re.match(r"## RUN mode=(\S+)", line)
         if m:
@@ -58,7 +74,6 @@ def parse(path):
         n = sum(int(x) for x in (w, f[12] if len(f) > 12 else "0") if x.isdigit())
         rows[(mode, procs, reg, coll, dtype, size)] = (t, bus, n)
         wrong[mode] = wrong.get(mode, 0) + n
-    return rows, wrong, runs
 
 
 def run_options(header):
@@ -152,8 +167,22 @@ def main():
     ap.add_argument("--gpus", type=int, default=0)
     ap.add_argument("--nccl-version", default="unknown")
     ap.add_argument("--rmsnorm", help="tests/torch/bench_rmsnorm.py's --json: rows of coll allreduce_rmsnorm")
+    ap.add_argument("--earlier", action="append", default=[], metavar="DIR",
+                    help="logs of an earlier run of the suite on the same build, oldest first")
     a = ap.parse_args()
-    purlin, nccl = parse(a.purlin), parse(a.nccl)
+    for d in a.earlier:
+        try:
+            commit = open(os.path.join(d, "COMMIT")).read().strip()
+        except OSError:
+            commit = "none (no COMMIT file)"
+        if commit != a.commit:
+            print(f"compare.py: the earlier run in {d} is of commit {commit}, this one of {a.commit}: not merged",
+                  file=sys.stderr)
+            sys.exit(2)
+    purlin = parse([os.path.join(d, "perf-purlin.txt") for d in a.earlier] + [a.purlin])
+    nccl = parse([os.path.join(d, "perf-nccl.txt") for d in a.earlier] + [a.nccl])
+    rmsnorm = next((p for p in [a.rmsnorm] + [os.path.join(d, "rmsnorm.json") for d in reversed(a.earlier)]
+                    if p and os.path.exists(p)), None)
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
     last = None
     for key in keys:
@@ -176,7 +205,7 @@ def main():
             bad = [c for c, s in runs.get(mode, []) if s != 0]
             print(f"{name} {mode}: #wrong total {wrong.get(mode, 0)}, runs {len(runs.get(mode, []))}, "
                   f"failed runs {len(bad)}{': ' + ' '.join(bad) if bad else ''}")
-    fused = rmsnorm_rows(a.rmsnorm, a.gpus)
+    fused = rmsnorm_rows(rmsnorm, a.gpus)
     for line in rmsnorm_table(fused):
         print(line)
     if a.json:

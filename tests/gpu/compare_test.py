@@ -29,21 +29,44 @@ def two_runs(coll, args, times):
                  for lib in ("purlin", "nccl"))
 
 
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def earlier_run(root, name, commit, purlin, nccl, rmsnorm=None):
+    """The logs of an earlier run of the suite, as tests/gpu/run.sh leaves them: COMMIT, perf-purlin.txt,
+    perf-nccl.txt and, where the part ran, rmsnorm.json."""
+    d = os.path.join(root, name)
+    os.mkdir(d)
+    write(os.path.join(d, "COMMIT"), commit + "\n")
+    write(os.path.join(d, "perf-purlin.txt"), purlin)
+    write(os.path.join(d, "perf-nccl.txt"), nccl)
+    if rmsnorm is not None:
+        write(os.path.join(d, "rmsnorm.json"), json.dumps(rmsnorm))
+    return d
+
+
 class CompareTest(unittest.TestCase):
-    def compare(self, purlin, nccl, rmsnorm=None):
+    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0):
+        """compare.py on these outputs; earlier: functions of a temporary directory returning an
+        earlier run's logs there."""
         with tempfile.TemporaryDirectory() as d:
             p, n, j, m = (os.path.join(d, x) for x in ("p.txt", "n.txt", "out.json", "rmsnorm.json"))
-            for path, text in ((p, purlin), (n, nccl)):
-                with open(path, "w") as f:
-                    f.write(text)
+            write(p, purlin)
+            write(n, nccl)
             extra = []
             if rmsnorm is not None:
-                with open(m, "w") as f:
-                    json.dump(rmsnorm, f)
+                write(m, json.dumps(rmsnorm))
                 extra = ["--rmsnorm", m]
+            for e in earlier:
+                extra += ["--earlier", e(d)]
             r = subprocess.run([sys.executable, COMPARE, p, n, "--json", j, "--commit", "abc", "--gpus", "2"] + extra,
                                capture_output=True, text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.returncode, status, r.stderr)
+            if status:
+                self.assertFalse(os.path.exists(j), "nothing is written when runs are not merged")
+                return r.stderr, None
             with open(j) as f:
                 return r.stdout, json.load(f)
 
@@ -115,6 +138,32 @@ class CompareTest(unittest.TestCase):
                          (2 * 16 * 4096, 5.0, 15.0, 9.0))
         self.assertIn("| 4096 | 16 | 5.00 | 9.00 | 15.00 | 3.00 | 1.80 |", text)
         self.assertEqual(len(doc["rows"]), 2)
+
+
+    def test_earlier_runs_are_merged_and_later_rows_win(self):
+        # A suite run in two parts: the first measured graph allreduce and the fused rows, the
+        # second eager allreduce and graph allreduce again (its rows replace the first's).
+        g = "-g 2 -b 8 -e 32 -f 4 -n 20 -w 2 -c 1 -G 10"
+        e = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
+        bench = {"rows": [{"hidden": 4096, "tokens": 1, "calls": 20, "fused_us": 5.0, "purlin_us": 9.0, "nccl_us": 15.0}]}
+        first = lambda d: earlier_run(d, "first", "abc", run_block("purlin", "graph", g, "allreduce", [4.0, 5.0], wrong=1),
+                                      run_block("nccl", "graph", g, "allreduce", [8.0, 10.0]), rmsnorm=bench)
+        text, doc = self.compare(run_block("purlin", "eager", e, "allreduce", [3.0]) +
+                                 run_block("purlin", "graph", g, "allreduce", [2.0, 2.5]),
+                                 run_block("nccl", "eager", e, "allreduce", [6.0]), earlier=[first])
+        rows = {(r["coll"], r["mode"], r["bytes"]): (r["purlin_us"], r["nccl_us"]) for r in doc["rows"]}
+        self.assertEqual(rows, {("allreduce", "eager", 8): (3.0, 6.0), ("allreduce", "graph", 8): (2.0, 8.0),
+                                ("allreduce", "graph", 32): (2.5, 10.0), ("allreduce_rmsnorm", "graph", 8192): (5.0, 15.0)})
+        self.assertIn("Purlin graph: #wrong total 2, runs 2", text, "wrong values of every run count")
+
+    def test_earlier_run_of_another_commit_is_refused(self):
+        args = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
+        block = lambda lib: run_block(lib, "eager", args, "allreduce", [3.0])
+        other = lambda d: earlier_run(d, "other", "def", block("purlin"), block("nccl"))
+        err, _ = self.compare(block("purlin"), block("nccl"), earlier=[other], status=2)
+        self.assertIn("commit def", err)
+        err, _ = self.compare(block("purlin"), block("nccl"), earlier=[lambda d: d], status=2)  # no COMMIT there
+        self.assertIn("no COMMIT", err)
 
 
 if __name__ == "__main__":

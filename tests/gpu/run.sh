@@ -48,6 +48,10 @@
 # row Purlin measured, NCCL's beside it where NCCL has the collective, in the
 # form of docs/perf/2xh200.json: copy it there to record a run), and perf.svg (its plot, tools/perfplot.py). GPU_BUDGET_S (default 560) bounds the whole run: a part that
 # would start past it is skipped. NVLink multicast stays off.
+# GPU_PARTS (default: every part) names the parts to run, e.g. GPU_PARTS="perf rmsnorm"; build
+# always runs. A suite longer than one sitting runs in parts, each in its own logs directory;
+# PURLIN_GPU_EARLIER names the earlier parts' directories (oldest first, same build: their
+# COMMIT must match), whose perf rows this run's perf.json takes in (tests/gpu/compare.py --earlier).
 # NGPUS (default: every GPU listed, tests/gpu/ngpus.sh) is the rank count; above
 # the GPUs listed ranks share GPUs, and NCCL's runs are left out (it refuses them).
 set -uo pipefail
@@ -64,6 +68,19 @@ summary="$out/summary.txt"
 fail=0
 
 note() { echo "$*" | tee -a "$summary"; }
+all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm "
+parts=${GPU_PARTS:-} parts=" ${parts//,/ } "
+for p in $parts; do
+  [[ $all_parts == *" $p "* ]] || { echo "run.sh: GPU_PARTS names '$p', which is none of:$all_parts" >&2; exit 2; }
+done
+for d in ${PURLIN_GPU_EARLIER:-}; do  # checked now, not after the parts have run
+  [[ $(cat "$d/COMMIT" 2>/dev/null) == $(cat "$gpu/COMMIT" 2>/dev/null) ]] ||
+    { echo "run.sh: PURLIN_GPU_EARLIER: $d holds no run of this build ($(cat "$gpu/COMMIT" 2>/dev/null || echo 'no build/gpu/COMMIT'))" >&2; exit 2; }
+done
+# chosen PART: whether PART is among GPU_PARTS (all when unset); want PART: the same, and a
+# part left out says SKIP.
+chosen() { [[ -z ${GPU_PARTS:-} || $parts == *" $1 "* ]]; }
+want() { chosen "$1" && return 0; note "SKIP $1 (not in GPU_PARTS)"; return 1; }
 # left CAP: seconds a part may run: CAP, or what the budget leaves (0: none).
 left() { local l=$(( deadline - $(date +%s) - 10 )); (( l < $1 )) && echo $(( l > 5 ? l : 0 )) || echo "$1"; }
 # verdict NAME STATUS [detail]: one line, with the seconds since the last verdict.
@@ -104,9 +121,11 @@ fi
 source "$root/tests/gpu/build-perf.sh"
 verdict build $? "(purlin-perf on Purlin and NCCL, memalloc_e2e; env.log)"
 
+cp "$gpu/COMMIT" "$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
+
 # ---------- e2e: comm on the CUDA Atom through the C ABI ----------
 t=$(left 60)
-if (( t > 0 )) && [[ -x $bin/memalloc_e2e ]]; then
+if ! want e2e; then :; elif (( t > 0 )) && [[ -x $bin/memalloc_e2e ]]; then
   PURLIN_DEBUG=INFO timeout "$t" "$bin/memalloc_e2e" "$NGPUS" >"$out/e2e.log" 2>&1
   verdict e2e $? "$(grep -c ^PASS "$out/e2e.log") checks passed; $(grep -m1 -o 'CUDA Atom on device [0-9].*' "$out/e2e.log")"
   grep -E "^FAIL" "$out/e2e.log" | head -5 | tee -a "$summary"
@@ -114,14 +133,14 @@ else note "SKIP e2e"; fi
 
 # ---------- staging: purlin-perf's own copies, before its results are trusted ----------
 t=$(left 60)
-if (( t > 0 )) && [[ -x $bin/perf-staging-test ]]; then
+if ! want staging; then :; elif (( t > 0 )) && [[ -x $bin/perf-staging-test ]]; then
   echo "## perf-staging-test" >>"$out/e2e.log"
   timeout "$t" "$bin/perf-staging-test" >>"$out/e2e.log" 2>&1
   verdict staging $? "($(grep -m1 '^staging: [0-9]' "$out/e2e.log"))"
 else note "SKIP staging"; fi
 # ---------- peerdeath: ranks of one process never taken for gone; a peer's abort ----------
 t=$(left 90)
-if (( t > 0 )) && [[ -x $bin/peerdeath ]]; then
+if ! want peerdeath; then :; elif (( t > 0 )) && [[ -x $bin/peerdeath ]]; then
   { echo "## peerdeath"; PURLIN_DEBUG=WARN timeout "$t" "$bin/peerdeath" "$NGPUS" "${PEERDEATH_ROUNDS:-20}"; } >>"$out/e2e.log" 2>&1
   s=$?
   if skip=$(sed -n '/^## peerdeath/,$p' "$out/e2e.log" | grep -m1 '^SKIP'); [[ $s == 0 && -n $skip ]]; then
@@ -134,7 +153,7 @@ else note "SKIP peerdeath"; fi
 
 # ---------- callpath: the host's time per eager call, the launch excluded ----------
 t=$(left 60)
-if (( t > 0 )) && [[ -x $bin/callpath-purlin ]]; then
+if ! want callpath; then :; elif (( t > 0 )) && [[ -x $bin/callpath-purlin ]]; then
   cs=0
   for lib in purlin nccl; do
     { echo "## callpath $lib"; timeout "$t" "$bin/callpath-$lib"; } >>"$out/e2e.log" 2>&1 || cs=1
@@ -144,7 +163,7 @@ else note "SKIP callpath"; fi
 
 # ---------- callcache: calls issued from the C API's records, on the CUDA Atom ----------
 t=$(left 60)
-if (( t > 0 )) && [[ -x $bin/callcache ]]; then
+if ! want callcache; then :; elif (( t > 0 )) && [[ -x $bin/callcache ]]; then
   cs=0
   for on in 1 0; do
     { echo "## callcache PURLIN_CALL_CACHE=$on"; PURLIN_CALL_CACHE=$on timeout "$t" "$bin/callcache"; } >>"$out/e2e.log" 2>&1 || cs=1
@@ -167,21 +186,6 @@ perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-
   echo "## EXIT $coll status=$s" >>"$f"
   [[ $s == 0 ]] || { note "FAIL perf $lib $mode $coll (status $s)"; fail=1; }
 }
-# One process driving every GPU: eager up to 1 GiB (AllReduce, AllGather) or
-# 512 MiB, and CUDA graphs up to 64 MiB (one process per GPU: part perf-procs).
-: >"$out/perf-nccl.txt"
-for lib in "${libs[@]}"; do
-  : >"$out/perf-$lib.txt"
-  for c in "${big[@]}"; do perf "$lib" eager 60 "$c" -b 16 -e 1G -f 4 -n 20 -w 2 -c 1; done
-  for c in "${rest[@]}"; do perf "$lib" eager 40 "$c" -b 8 -e 512M -f 4 -n 20 -w 2 -c 1; done
-  [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv allgathercolumns reducescattercolumns alltoallmatrix; do
-    perf "$lib" eager 40 "$c" -b 16 -e 1G -f 4 -n 10 -w 1 -c 1 -u 0
-  done
-done
-for lib in "${libs[@]}"; do
-  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -b 8 -e 64M -f 2 -n 20 -w 2 -c 1 -G 10; done
-  for c in allreduce reducescatter reduce; do perf "$lib" graph 20 "$c" -d bfloat16 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
-done
 declare -A perf_from=([purlin]=1 [nccl]=1)
 perf_verdicts() { # perf_verdicts PART: a verdict per library on its runs since the last verdicts
   local lib w r ok s part
@@ -190,15 +194,32 @@ perf_verdicts() { # perf_verdicts PART: a verdict per library on its runs since 
     perf_from[$lib]=$(( $(wc -l <"$out/perf-$lib.txt") + 1 ))
     w=$(grep "Out of bounds" <<<"$part" | grep -c FAILED)
     r=$(grep "^## EXIT" <<<"$part" | grep -vc "status=SKIP"); ok=$(grep -c "^## EXIT .* status=0$" <<<"$part")
+    if (( r == 0 )); then note "SKIP $1-$lib (no run: no time or no binary)"; continue; fi
     s=0; (( w == 0 && ok == r )) || s=1
     verdict "$1-$lib" $s "($ok of $r runs exited 0; $w reported wrong values)"
   done
 }
-perf_verdicts perf
+# One process driving every GPU: eager up to 1 GiB (AllReduce, AllGather) or
+# 512 MiB, and CUDA graphs up to 64 MiB (one process per GPU: part perf-procs).
+: >"$out/perf-purlin.txt"; : >"$out/perf-nccl.txt"
+if want perf; then
+  for lib in "${libs[@]}"; do
+    for c in "${big[@]}"; do perf "$lib" eager 60 "$c" -b 16 -e 1G -f 4 -n 20 -w 2 -c 1; done
+    for c in "${rest[@]}"; do perf "$lib" eager 40 "$c" -b 8 -e 512M -f 4 -n 20 -w 2 -c 1; done
+    [[ $lib == purlin ]] && for c in allgatherv reducescatterv alltoallv allgathercolumns reducescattercolumns alltoallmatrix; do
+      perf "$lib" eager 40 "$c" -b 16 -e 1G -f 4 -n 10 -w 1 -c 1 -u 0
+    done
+  done
+  for lib in "${libs[@]}"; do
+    for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -b 8 -e 64M -f 2 -n 20 -w 2 -c 1 -G 10; done
+    for c in allreduce reducescatter reduce; do perf "$lib" graph 20 "$c" -d bfloat16 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+  done
+  perf_verdicts perf
+fi
 
 # ---------- mproc: NGPUS processes, cuMem fds shared over SCM_RIGHTS ----------
 t=$(left 60)
-if (( t > 0 )) && [[ -x $bin/perf-purlin ]]; then
+if ! want mproc; then :; elif (( t > 0 )) && [[ -x $bin/perf-purlin ]]; then
   PURLIN_DEBUG=INFO timeout "$t" "$bin/perf-purlin" all -g "$NGPUS" -m 1 -b 8 -e 16M -f 16 -n 5 -w 1 -c 1 >"$out/perf-mproc.txt" 2>&1
   verdict mproc $? "($(grep -h "Out of bounds" "$out/perf-mproc.txt" | sort | uniq -c | tr -s ' ' | tr '\n' ';'))"
 else note "SKIP mproc"; fi
@@ -223,14 +244,16 @@ difftest() { # difftest NAME CAP PROCS PROGRAMS [DIFFTEST-OPTION...]
     [[ $s == 0 ]] || sed -n '/^## difftest '"$1"'$/,$p' "$out/e2e.log" | grep -E -m6 '^difftest FAIL|^  - ' | cut -c1-300 | tee -a "$summary"
   else note "SKIP difftest-$1"; fi
 }
-difftest 1proc 60 1 300
-difftest nproc 45 "$NGPUS" 200
-# Large messages: one call in twenty up to 2^24 elements (the pipelined Plans).
-difftest large 90 1 40 --max-count $(( 1 << 24 )) --max-bytes $(( 1 << 28 ))
+if want difftest; then
+  difftest 1proc 60 1 300
+  difftest nproc 45 "$NGPUS" 200
+  # Large messages: one call in twenty up to 2^24 elements (the pipelined Plans).
+  difftest large 90 1 40 --max-count $(( 1 << 24 )) --max-bytes $(( 1 << 28 ))
+fi
 
 # ---------- memcheck on a small purlin-perf run ----------
 t=$(left 90)
-if (( t > 0 )) && command -v compute-sanitizer >/dev/null && [[ -x $bin/perf-purlin ]]; then
+if ! want memcheck; then :; elif (( t > 0 )) && command -v compute-sanitizer >/dev/null && [[ -x $bin/perf-purlin ]]; then
   timeout "$t" compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$bin/perf-purlin" allreduce -g "$NGPUS" -b 8 -e 1M -f 32 -n 2 -w 1 -c 1 >"$out/memcheck.log" 2>&1
   verdict memcheck $? "($(grep -m1 "ERROR SUMMARY" "$out/memcheck.log"))"
@@ -238,34 +261,39 @@ else note "SKIP memcheck"; fi
 
 # ---------- Go GPU tests (atom/cuda) ----------
 t=$(left 170)
-if (( t > 20 )) && [[ -x $gpu/cuda.test ]]; then
+if ! want gotests; then :; elif (( t > 20 )) && [[ -x $gpu/cuda.test ]]; then
   (cd "$root/atom/cuda" && timeout "$t" "$gpu/cuda.test" -test.v -test.count=1 -test.timeout "$(( t - 5 ))s") >"$out/go-tests.log" 2>&1
   verdict gotests $? "($(grep -c -- '--- PASS' "$out/go-tests.log") passed, $(grep -c -- '--- FAIL' "$out/go-tests.log") failed, $(grep -c -- '--- SKIP' "$out/go-tests.log") skipped)"
   grep -E -- "--- FAIL|^panic|SPEED" "$out/go-tests.log" | head -12 | tee -a "$summary"
 else note "SKIP gotests (no time or no binary)"; fi
 # comm's GPU tests (windows across processes on the CUDA Atom), appended to the same log
 t=$(left 90)
-if (( t > 20 )) && [[ -x $gpu/comm.test ]]; then
+if ! chosen gotests; then :; elif (( t > 20 )) && [[ -x $gpu/comm.test ]]; then
   (cd "$root/comm" && timeout "$t" "$gpu/comm.test" -test.v -test.count=1 -test.run 'CUDA' -test.timeout "$(( t - 5 ))s") >>"$out/go-tests.log" 2>&1
   verdict gotests-comm $? "($(grep -c -- '--- PASS: TestCUDA' "$out/go-tests.log") passed)"
 else note "SKIP gotests-comm (no time or no binary)"; fi
 
 # ---------- perf-procs: one process per GPU (-m 1), Purlin and NCCL, near the end: it may be cut ----------
-for lib in "${libs[@]}"; do
-  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -m 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
-  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -m 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
-done
-perf_verdicts perf-procs
+if want perf-procs; then
+  for lib in "${libs[@]}"; do
+    for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -m 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+    for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -m 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
+  done
+  perf_verdicts perf-procs
+fi
 
 # ---------- perf-registered: symmetric windows on both libraries (-R 1), last: it may be cut ----------
-for lib in "${libs[@]}"; do
-  for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -R 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
-done
-perf_verdicts perf-registered
+if want perf-registered; then
+  for lib in "${libs[@]}"; do
+    for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -R 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+  done
+  perf_verdicts perf-registered
+fi
 
 # ---------- rmsnorm: fused all-reduce + residual add + RMSNorm against the unfused sequences ----------
 t=$(left 120)
-if (( t > 30 && NGPUS >= 2 )) && python3 -c "import torch" 2>/dev/null; then
+rm -f "$out/rmsnorm.json"
+if ! want rmsnorm; then :; elif (( t > 30 && NGPUS >= 2 )) && python3 -c "import torch" 2>/dev/null; then
   PURLIN_LIBRARY="$gpu/lib/libpurlin.so" PYTHONPATH="$root/python" timeout "$t" \
     python3 "$root/tests/torch/bench_rmsnorm.py" --nranks "$NGPUS" --json "$out/rmsnorm.json" >"$out/rmsnorm.txt" 2>&1
   verdict rmsnorm $? "(rmsnorm.txt)"
@@ -274,10 +302,12 @@ else note "SKIP rmsnorm (no time, one GPU or no torch)"; fi
 # ---------- summary ----------
 {
   echo; echo "## Purlin vs NCCL (tests/gpu/compare.py)"
+  earlier=() nccl_logs=("$out/perf-nccl.txt")
+  for d in ${PURLIN_GPU_EARLIER:-}; do earlier+=(--earlier "$d"); nccl_logs+=("$d/perf-nccl.txt"); done
   python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
-    --rmsnorm "$out/rmsnorm.json" \
-    --commit "$(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)" --gpus "$NGPUS" \
-    --nccl-version "$(grep -m1 -o 'NCCL API version [0-9]*' "$out/perf-nccl.txt" | grep -o '[0-9]*$')"
+    --rmsnorm "$out/rmsnorm.json" "${earlier[@]}" \
+    --commit "$(cat "$out/COMMIT")" --gpus "$NGPUS" \
+    --nccl-version "$(cat "${nccl_logs[@]}" 2>/dev/null | grep -m1 -o 'NCCL API version [0-9]*' | grep -o '[0-9]*$')" || fail=1
   python3 "$root/tools/perfplot.py" "$out/perf.json" -o "$out/perf.svg" && echo "plot: perf.svg"
 } >>"$summary" 2>&1
 grep -E "^(PASS|FAIL|SKIP)|#wrong total" "$summary"
