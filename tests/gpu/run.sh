@@ -40,8 +40,8 @@
 #             windows on both libraries (-R 1): graph 8 B..1 MiB, one process
 #             (perf-procs and perf-registered last, so a tight GPU_BUDGET_S cuts only these)
 #   rmsnorm   tests/torch/bench_rmsnorm.py: the fused all-reduce + residual add + RMSNorm
-#             against Purlin's and NCCL's all-reduce followed by PyTorch's ops (2+ GPUs,
-#             torch); its rows join perf.json as allreduce_rmsnorm
+#             against Purlin's and NCCL's all-reduce followed by PyTorch's ops (2+ ranks,
+#             a GPU each, torch); its rows join perf.json as allreduce_rmsnorm
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (every
@@ -293,11 +293,11 @@ fi
 # ---------- rmsnorm: fused all-reduce + residual add + RMSNorm against the unfused sequences ----------
 t=$(left 120)
 rm -f "$out/rmsnorm.json"
-if ! want rmsnorm; then :; elif (( t > 30 && NGPUS >= 2 )) && python3 -c "import torch" 2>/dev/null; then
+if ! want rmsnorm; then :; elif (( t > 30 && NGPUS >= 2 && NGPUS <= GPUS_LISTED )) && python3 -c "import torch" 2>/dev/null; then
   PURLIN_LIBRARY="$gpu/lib/libpurlin.so" PYTHONPATH="$root/python" timeout "$t" \
     python3 "$root/tests/torch/bench_rmsnorm.py" --nranks "$NGPUS" --json "$out/rmsnorm.json" >"$out/rmsnorm.txt" 2>&1
   verdict rmsnorm $? "(rmsnorm.txt)"
-else note "SKIP rmsnorm (no time, one GPU or no torch)"; fi
+else note "SKIP rmsnorm (no time, no torch, or fewer GPUs than ranks: it needs a GPU a rank)"; fi
 
 # ---------- summary ----------
 {
