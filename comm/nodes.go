@@ -61,6 +61,18 @@ func nodesOf(peers []rendezvous.PeerInfo, virtual int) (snac.Nodes, error) {
 	return snac.Nodes{Count: len(sizes), Local: sizes[0]}, nil
 }
 
+// colocated reports whether a rank other than rank runs in rank's process
+// (the same host and process id).
+func colocated(peers []rendezvous.PeerInfo, rank int) bool {
+	me := peers[rank]
+	for r, p := range peers {
+		if r != rank && p.Host == me.Host && p.Pid == me.Pid {
+			return true
+		}
+	}
+	return false
+}
+
 // initNodes makes c, of nodes' ranks, a communicator across nodes: a
 // communicator of its node's ranks (hosted by the node's first rank) and a
 // Network.
@@ -96,7 +108,8 @@ func (c *Comm) initNodes(boot *rendezvous.Bootstrap, nodes snac.Nodes) error {
 		child.free(false)
 		return err
 	}
-	job := NetworkJob{Rank: c.rank, Nodes: nodes, Device: c.device, Timeout: c.cfg.timeout(), AllGather: boot.AllGather}
+	job := NetworkJob{Rank: c.rank, Nodes: nodes, Device: c.device, Timeout: c.cfg.timeout(), AllGather: boot.AllGather,
+		Colocated: colocated(boot.Peers(), c.rank)}
 	if q, ok := child.dp.(interface {
 		Enqueue(stream uintptr, f func() error) error
 	}); ok {

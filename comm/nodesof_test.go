@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,5 +40,30 @@ func TestNodesOfHosts(t *testing.T) {
 		}
 		require.NoError(t, err)
 		require.Equal(t, c.want, got, "%v", c.hosts)
+	}
+}
+
+func TestColocated(t *testing.T) {
+	at := func(where ...string) []rendezvous.PeerInfo { // "host/pid" a rank
+		p := make([]rendezvous.PeerInfo, len(where))
+		for r, w := range where {
+			host, pid, _ := strings.Cut(w, "/")
+			p[r] = rendezvous.PeerInfo{Rank: r, NRanks: len(where), Host: host, Pid: len(pid)}
+		}
+		return p
+	}
+	for _, c := range []struct {
+		where []string
+		rank  int
+		want  bool
+	}{
+		{[]string{"a/1", "a/1"}, 1, true},               // one process drives both GPUs
+		{[]string{"a/1", "a/22"}, 0, false},             // a process a GPU
+		{[]string{"a/1", "b/1"}, 0, false},              // the same pid on another host
+		{[]string{"a/1", "a/1", "b/1", "b/1"}, 2, true}, // a process a node
+		{[]string{"a/1", "a/1", "b/1", "b/22"}, 3, false},
+		{[]string{"a/1"}, 0, false},
+	} {
+		require.Equal(t, c.want, colocated(at(c.where...), c.rank), "%v rank %d", c.where, c.rank)
 	}
 }

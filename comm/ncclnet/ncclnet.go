@@ -161,10 +161,16 @@ func New(job network.Job) (network.Network, error) {
 			err = check(C.pn_comm_split(world, C.int(job.Nodes.LocalRank(job.Rank)), C.int(job.Nodes.Node(job.Rank)), &rail), "ncclCommSplit")
 			n.rail = rail
 		}
+		if err == nil && job.Colocated {
+			err = n.preconnect()
+		}
 		return err
 	})
 	if err != nil {
 		n.Abort()
+		if n.preconnects != nil {
+			C.pn_mem_free(n.preconnects)
+		}
 		return nil, err
 	}
 	return n, nil
@@ -176,8 +182,7 @@ func New(job network.Job) (network.Network, error) {
 // rank's network group at a time, and a process that drives several ranks
 // from one thread would otherwise wait in rank 0's first group for a peer
 // its own thread has not reached (on 2x H200 every first collective hung).
-// Sends and receives still connect on first use, so across nodes AllToAll,
-// Gather, Scatter and Send/Recv need one thread (or process) per rank.
+// Sends and receives still connect on first use (preconnect).
 func connectAtInit() {
 	if _, set := os.LookupEnv("NCCL_RUNTIME_CONNECT"); !set {
 		os.Setenv("NCCL_RUNTIME_CONNECT", "0")
@@ -189,8 +194,78 @@ type nccl struct {
 	rank        int
 	inContext   func(func() error) error
 	world, rail unsafe.Pointer
+	preconnects unsafe.Pointer // preconnect's bytes (ncclMemAlloc), or nil
 	aborted     atomic.Bool
 	closed      bool
+}
+
+// preconnect connects this rank to every peer its Programs may send to or
+// receive from on either communicator, in init, where every rank of the
+// communicator runs at once. NCCL connects a pair for sends and receives in
+// the first group that has one, and waits there for the peer to reach its
+// own; where one thread issues the calls of several ranks in turn
+// (colocated ranks: one process driving GPUs of several nodes, or all of
+// its node's GPUs while another process drives another node's), the peer's
+// group may come from a thread that waits in turn, and neither wait ends. A
+// send and a receive of one byte to each peer, in one group, connect every
+// channel NCCL would use for the pair whatever the size: NCCL marks all of
+// a peer's point-to-point channels on its first use. Without ncclMemAlloc
+// (NCCL before 2.19) it connects nothing and says so.
+func (n *nccl) preconnect() error {
+	world, rail := preconnectPeers(n.nodes, n.rank)
+	pairs := len(world) + len(rail)
+	if pairs == 0 {
+		return nil
+	}
+	if C.pn_mem_alloc(&n.preconnects, C.size_t(2*pairs)) != 0 {
+		n.preconnects = nil
+		config.Warnf("rank %d: this NCCL has no ncclMemAlloc, so its sends and receives between nodes connect on first use, "+
+			"which hangs where one thread drives several ranks; use NCCL 2.19 or later", n.rank)
+		return nil
+	}
+	if err := check(C.pn_group_start(), "ncclGroupStart"); err != nil {
+		return err
+	}
+	var first error
+	i := 0
+	for _, side := range []struct {
+		comm  unsafe.Pointer
+		peers []int
+	}{{n.world, world}, {n.rail, rail}} {
+		for _, q := range side.peers {
+			b := uintptr(n.preconnects) + uintptr(2*i)
+			i++
+			if err := check(C.pn_send(ptr(b), 1, C.int(spec.Int8), C.int(q), side.comm, nil), "ncclSend"); err != nil && first == nil {
+				first = err
+			}
+			if err := check(C.pn_recv(ptr(b+1), 1, C.int(spec.Int8), C.int(q), side.comm, nil), "ncclRecv"); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if err := check(C.pn_group_end(), "ncclGroupEnd"); first == nil {
+		first = err
+	}
+	return first
+}
+
+// preconnectPeers are the peers rank's Programs may send to or receive from
+// (snac.Hierarchy): on the world communicator the ranks of other nodes, on
+// its rail (whose rank r is node r's rank of this local index) the other
+// nodes.
+func preconnectPeers(nodes snac.Nodes, rank int) (world, rail []int) {
+	me := nodes.Node(rank)
+	for q := range nodes.Count * nodes.Local {
+		if nodes.Node(q) != me {
+			world = append(world, q)
+		}
+	}
+	for r := range nodes.Count {
+		if r != me {
+			rail = append(rail, r)
+		}
+	}
+	return world, rail
 }
 
 // Run issues phases as one NCCL group on stream.
@@ -350,6 +425,9 @@ func (n *nccl) Close() {
 			if c != nil {
 				C.pn_comm_destroy(c)
 			}
+		}
+		if n.preconnects != nil { // after the communicators, whose work used it
+			C.pn_mem_free(n.preconnects)
 		}
 		return nil
 	})

@@ -25,6 +25,8 @@ static struct {
   int (*reduce)(const void*, void*, size_t, int, int, int, void*, void*);
   int (*send)(const void*, size_t, int, int, void*, void*);
   int (*recv)(void*, size_t, int, int, void*, void*);
+  int (*mem_alloc)(void**, size_t);  /* optional (NCCL 2.19 and later) */
+  int (*mem_free)(void*);
 } nccl;
 
 int pn_load(const char* path, char* why, int whylen) {
@@ -60,6 +62,8 @@ int pn_load(const char* path, char* why, int whylen) {
   RESOLVE(send, "ncclSend")
   RESOLVE(recv, "ncclRecv")
 #undef RESOLVE
+  *(void**)&nccl.mem_alloc = dlsym(lib, "ncclMemAlloc");
+  *(void**)&nccl.mem_free = dlsym(lib, "ncclMemFree");
   return 0;
 }
 
@@ -79,6 +83,8 @@ int pn_comm_destroy(void* comm) { return nccl.comm_destroy(comm); }
 int pn_comm_async_error(void* comm, int* result) { return nccl.comm_async_error(comm, result); }
 int pn_group_start(void) { return nccl.group_start(); }
 int pn_group_end(void) { return nccl.group_end(); }
+int pn_mem_alloc(void** p, size_t n) { return nccl.mem_alloc && nccl.mem_free ? nccl.mem_alloc(p, n) : -1; }
+int pn_mem_free(void* p) { return nccl.mem_free(p); }
 
 int pn_all_reduce(const void* s, void* r, size_t n, int t, int op, void* comm, void* stream) {
   return nccl.all_reduce(s, r, n, t, op, comm, stream);

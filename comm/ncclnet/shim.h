@@ -23,6 +23,10 @@ int pn_comm_destroy(void* comm);
 int pn_comm_async_error(void* comm, int* result);
 int pn_group_start(void);
 int pn_group_end(void);
+/* ncclMemAlloc and ncclMemFree (NCCL 2.19 and later); where the library has
+ * none, pn_mem_alloc returns -1 and sets nothing. */
+int pn_mem_alloc(void** ptr, size_t bytes);
+int pn_mem_free(void* ptr);
 
 int pn_all_reduce(const void* send, void* recv, size_t count, int type, int op, void* comm, void* stream);
 int pn_all_gather(const void* send, void* recv, size_t count, int type, void* comm, void* stream);

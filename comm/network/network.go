@@ -32,6 +32,9 @@ type Job struct {
 	Nodes   snac.Nodes
 	Device  int
 	Timeout time.Duration
+	// Colocated: another rank of the communicator runs in this process, so
+	// one thread may issue the calls of several ranks in turn.
+	Colocated bool
 	// AllGather exchanges bytes among every rank of the communicator (its
 	// bootstrap), for the network's own setup.
 	AllGather func(mine []byte) ([][]byte, error)
