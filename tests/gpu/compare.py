@@ -16,8 +16,10 @@ With --json it also writes one row per (mode, processes, collective, type,
 size) measured on both libraries, in the form docs/perf/2xh200.json keeps:
 {"date", "commit", "gpus", "nccl_version", "rows": [{"coll", "mode", "procs",
 "dtype", "bytes", "purlin_us", "nccl_us", "purlin_busbw", "nccl_busbw",
-"purlin_wrong", "nccl_wrong", "blocks", "registered"}]}. "blocks" is null
-where the run did not report it.
+"purlin_wrong", "nccl_wrong", "blocks", "registered"}], "capped": [...]}. "rows" are the runs
+with each library's default blocks ("blocks" null); "capped" the runs whose header names
+blocks=N (PURLIN_MAX_CTAS and NCCL_MAX_CTAS set to N; "blocks" N), in the same form, kept apart
+so that the default runs alone are judged against the targets.
 
 --earlier DIR (repeatable, oldest first) names the logs of an earlier run of the suite on the
 same build (tests/gpu/run.sh with GPU_PARTS: a suite too long for one sitting, run in parts):
@@ -47,12 +49,12 @@ def parse(paths):
 
 
 def parse_lines(lines, rows, wrong, runs):
-    mode, coll, procs, reg = "?", "?", 1, False
+    mode, coll, procs, reg, blocks = "?", "?", 1, False, 0
     for line in lines:
         m = re.match(r"## RUN mode=(\S+)", line)
         if m:
             mode = m.group(1)
-            procs, reg = run_procs(line), run_registered(line)
+            procs, reg, blocks = run_procs(line), run_registered(line), run_blocks(line)
             continue
         m = re.match(r"## EXIT (\S+) status=(\d+)", line)
         if m:
@@ -72,7 +74,7 @@ def parse_lines(lines, rows, wrong, runs):
         except ValueError:
             continue
         n = sum(int(x) for x in (w, f[12] if len(f) > 12 else "0") if x.isdigit())
-        rows[(mode, procs, reg, coll, dtype, size)] = (t, bus, n)
+        rows[(mode, procs, reg, blocks, coll, dtype, size)] = (t, bus, n)
         wrong[mode] = wrong.get(mode, 0) + n
 
 
@@ -93,16 +95,27 @@ def run_registered(header):
     return run_options(header).get("-R") == "1"
 
 
-def json_rows(purlin, nccl):
-    """One row per size Purlin measured, in the form of docs/perf/2xh200.json; the NCCL fields
-    are null where NCCL has no such collective (the V, column and matrix forms) or did not run."""
+def run_blocks(header):
+    """The most thread blocks a call of the run could use (its header's blocks=N: PURLIN_MAX_CTAS
+    and NCCL_MAX_CTAS), 0 for each library's default."""
+    m = re.search(r" blocks=(\d+)", header.split("args:", 1)[0])
+    return int(m.group(1)) if m else 0
+
+
+def json_rows(purlin, nccl, capped):
+    """One row per size Purlin measured, in the form of docs/perf/2xh200.json, of the runs with
+    each library's default blocks (capped False) or of those with its blocks capped (capped True,
+    "blocks" the cap); the NCCL fields are null where NCCL has no such collective (the V, column
+    and matrix forms) or did not run."""
     rows = []
     for key in sorted(purlin):
-        mode, procs, reg, coll, dtype, size = key
+        mode, procs, reg, blocks, coll, dtype, size = key
+        if (blocks != 0) != capped:
+            continue
         p, n = purlin[key], nccl.get(key, (None, None, None))
         rows.append({"coll": coll, "mode": mode, "procs": procs, "dtype": dtype, "bytes": size,
                      "purlin_us": p[0], "nccl_us": n[0], "purlin_busbw": p[1], "nccl_busbw": n[1],
-                     "purlin_wrong": p[2], "nccl_wrong": n[2], "blocks": None, "registered": reg})
+                     "purlin_wrong": p[2], "nccl_wrong": n[2], "blocks": blocks or None, "registered": reg})
     return rows
 
 
@@ -146,9 +159,9 @@ def against_even(purlin):
     """Lines comparing each of Purlin's own collectives with its even form at the sizes both ran
     (eager, one process): the bandwidth issue wants the V forms within 5% of their even forms."""
     lines = []
-    for (mode, procs, reg, coll, dtype, size), (t, _, _) in sorted(purlin.items()):
+    for (mode, procs, reg, blocks, coll, dtype, size), (t, _, _) in sorted(purlin.items()):
         even = EVEN_FORMS.get(coll)
-        e = purlin.get((mode, procs, reg, even, dtype, size)) if even else None
+        e = purlin.get((mode, procs, reg, blocks, even, dtype, size)) if even else None
         if e and size >= 1 << 20 and e[0] > 0:
             lines.append(f"| {coll} | {mode} | {size} | {t:.2f} | {even} | {e[0]:.2f} | {t / e[0]:.3f} |")
     if not lines:
@@ -186,11 +199,11 @@ def main():
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
     last = None
     for key in keys:
-        mode, procs, reg, coll, dtype, size = key
-        if key[:5] != last:
-            last = key[:5]
+        mode, procs, reg, blocks, coll, dtype, size = key
+        if key[:6] != last:
+            last = key[:6]
             print(f"\n### {coll}, {mode}, {procs} process{'es' if procs > 1 else ''}{', registered windows' if reg else ''}"
-                  f" ({dtype} sum, out of place)")
+                  f"{f', at most {blocks} blocks' if blocks else ''} ({dtype} sum, out of place)")
             print("| size (B) | Purlin us | NCCL us | Purlin busbw | NCCL busbw | time ratio P/N |")
             print("|---:|---:|---:|---:|---:|---:|")
         p, n = purlin[0].get(key), nccl[0].get(key)
@@ -210,11 +223,11 @@ def main():
         print(line)
     if a.json:
         doc = {"date": datetime.date.today().isoformat(), "commit": a.commit, "gpus": a.gpus,
-               "nccl_version": a.nccl_version, "rows": json_rows(purlin[0], nccl[0]) + fused}
-        rows = doc.pop("rows")
-        head = json.dumps(doc)[:-1]
+               "nccl_version": a.nccl_version}
+        lists = {"rows": json_rows(purlin[0], nccl[0], False) + fused, "capped": json_rows(purlin[0], nccl[0], True)}
         with open(a.json, "w") as f:  # one row a line, so that a new run's diff reads row by row
-            f.write(head + ', "rows": [\n' + ",\n".join(json.dumps(r) for r in rows) + "\n]}\n")
+            f.write(json.dumps(doc)[:-1] + "".join(f', "{k}": [\n' + ",\n".join(json.dumps(r) for r in v) + "\n]"
+                                                  for k, v in lists.items()) + "}\n")
 
 
 if __name__ == "__main__":

@@ -140,6 +140,18 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(len(doc["rows"]), 2)
 
 
+    def test_capped_runs_are_kept_apart(self):
+        # The same collective and size with each library's default blocks and with at most 8:
+        # the default run in "rows", the capped one in "capped" with its blocks.
+        args = "-g 2 -b 8 -e 8 -n 10 -w 2 -c 1"
+        capped = lambda lib, t: run_block(lib, "eager", args, "allgather", [t]).replace(
+            "coll=allgather args:", "coll=allgather blocks=8 args:")
+        text, doc = self.compare(run_block("purlin", "eager", args, "allgather", [3.0]) + capped("purlin", 9.0),
+                                 run_block("nccl", "eager", args, "allgather", [4.0]) + capped("nccl", 12.0))
+        self.assertEqual([(r["purlin_us"], r["nccl_us"], r["blocks"]) for r in doc["rows"]], [(3.0, 4.0, None)])
+        self.assertEqual([(r["purlin_us"], r["nccl_us"], r["blocks"]) for r in doc["capped"]], [(9.0, 12.0, 8)])
+        self.assertIn("### allgather, eager, 1 process, at most 8 blocks", text)
+
     def test_earlier_runs_are_merged_and_later_rows_win(self):
         # A suite run in two parts: the first measured graph allreduce and the fused rows, the
         # second eager allreduce and graph allreduce again (its rows replace the first's).

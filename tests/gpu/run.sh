@@ -42,6 +42,9 @@
 #   rmsnorm   tests/torch/bench_rmsnorm.py: the fused all-reduce + residual add + RMSNorm
 #             against Purlin's and NCCL's all-reduce followed by PyTorch's ops (2+ ranks,
 #             a GPU each, torch); its rows join perf.json as allreduce_rmsnorm
+#   perf-blocks eager 256 MiB of every collective with at most 8, then 16 thread blocks a
+#             call (PURLIN_MAX_CTAS, NCCL_MAX_CTAS), on Purlin and on NCCL; in perf.json
+#             under "capped", with their "blocks", apart from the default runs' "rows"
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (every
@@ -68,7 +71,7 @@ summary="$out/summary.txt"
 fail=0
 
 note() { echo "$*" | tee -a "$summary"; }
-all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm "
+all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm perf-blocks "
 parts=${GPU_PARTS:-} parts=" ${parts//,/ } "
 for p in $parts; do
   [[ $all_parts == *" $p "* ]] || { echo "run.sh: GPU_PARTS names '$p', which is none of:$all_parts" >&2; exit 2; }
@@ -175,12 +178,16 @@ else note "SKIP callcache"; fi
 # ---------- perf: the same program on Purlin and on NCCL ----------
 big=(allreduce allgather)
 rest=(reducescatter alltoall broadcast reduce gather scatter sendrecv)
+# perf_blocks: the most thread blocks a call of the runs that follow may use on either library
+# (PURLIN_MAX_CTAS, NCCL_MAX_CTAS), named in their headers; empty: each library's default.
+perf_blocks=""
 perf() { # perf LIB MODE CAP COLL ARGS...: one purlin-perf run appended to perf-LIB.txt
   local lib=$1 mode=$2 cap=$3 coll=$4; shift 4
-  local f="$out/perf-$lib.txt" t t0; t=$(left "$cap") t0=$(date +%s)
-  echo "## RUN mode=$mode lib=$lib coll=$coll args: -g $NGPUS $*" >>"$f"
+  local f="$out/perf-$lib.txt" t t0 blocks=(); t=$(left "$cap") t0=$(date +%s)
+  [[ -n $perf_blocks ]] && blocks=("PURLIN_MAX_CTAS=$perf_blocks" "NCCL_MAX_CTAS=$perf_blocks")
+  echo "## RUN mode=$mode lib=$lib coll=$coll${perf_blocks:+ blocks=$perf_blocks} args: -g $NGPUS $*" >>"$f"
   if (( t == 0 )) || [[ ! -x $bin/perf-$lib ]]; then echo "## EXIT $coll status=SKIP" >>"$f"; note "SKIP perf $lib $mode $coll"; return; fi
-  timeout "$t" "$bin/perf-$lib" "$coll" -g "$NGPUS" "$@" >>"$f" 2>&1
+  env "${blocks[@]}" timeout "$t" "$bin/perf-$lib" "$coll" -g "$NGPUS" "$@" >>"$f" 2>&1
   local s=$?
   echo "## SECONDS $coll $(( $(date +%s) - t0 ))" >>"$f"
   echo "## EXIT $coll status=$s" >>"$f"
@@ -298,6 +305,19 @@ if ! want rmsnorm; then :; elif (( t > 30 && NGPUS >= 2 && NGPUS <= GPUS_LISTED 
     python3 "$root/tests/torch/bench_rmsnorm.py" --nranks "$NGPUS" --json "$out/rmsnorm.json" >"$out/rmsnorm.txt" 2>&1
   verdict rmsnorm $? "(rmsnorm.txt)"
 else note "SKIP rmsnorm (no time, no torch, or fewer GPUs than ranks: it needs a GPU a rank)"; fi
+
+# ---------- perf-blocks: 256 MiB calls on 8 and 16 blocks, Purlin and NCCL, last: it may be cut ----------
+# Inference overlaps collectives with compute, so the SMs a call takes matter: the bandwidth
+# each library reaches with its blocks capped (perf.json "capped", apart from "rows").
+if want perf-blocks; then
+  for perf_blocks in 8 16; do
+    for lib in "${libs[@]}"; do
+      for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -b 256M -e 256M -n 10 -w 2 -c 1; done
+    done
+  done
+  perf_blocks=""
+  perf_verdicts perf-blocks
+fi
 
 # ---------- summary ----------
 {
