@@ -170,8 +170,9 @@ def beside(path, k, l, p):
     rows, _, _ = parse(path)
     out = ["| collective | mode | type | size | NCCL ring us | NCCL tree us | Purlin model us (in turn / pipelined) | measured us |",
            "|---|---|---|---:|---:|---:|---:|---:|"]
-    for (mode, procs, reg, coll, dtype, size), (t, _, _) in sorted(rows.items(), key=lambda kv: (kv[0][3], kv[0][0], kv[0][4], kv[0][5])):
-        if coll not in MODELS:
+    for key, (t, _, _) in sorted(rows.items(), key=lambda kv: (kv[0].coll, kv[0].mode, kv[0].dtype, kv[0].size)):
+        mode, coll, dtype, size = key.mode, key.coll, key.dtype, key.size
+        if coll not in MODELS or key.blocks:
             continue
         ring_of, tree_of, purlin_of = MODELS[coll]
         tree_us = tree_of(k, l, size, p) * 1e6 if tree_of else None

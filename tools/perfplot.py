@@ -41,11 +41,11 @@ ORDER = ["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "re
 def series_from_txt(path, lib, out):
     """Adds lib's curves from a purlin-perf output; returns (wrong values, runs, failed runs, header facts)."""
     rows, wrong, runs = parse(path)
-    for (mode, procs, reg, coll, dtype, size), (t, bus, _) in rows.items():
-        if reg:
-            continue  # registered windows: in the tables, not the plot
-        mode = "eager" if mode == "?" else mode
-        out.setdefault(coll, {}).setdefault((lib, mode, procs, dtype), []).append((size, t, bus))
+    for k, (t, bus, _) in rows.items():
+        if k.reg or k.blocks:
+            continue  # registered windows and capped blocks: in the tables, not the plot
+        mode = "eager" if k.mode == "?" else k.mode
+        out.setdefault(k.coll, {}).setdefault((lib, mode, k.procs, k.dtype), []).append((k.size, t, bus))
     text = open(path, errors="replace").read() if os.path.exists(path) else ""
     facts = {k: m.group(1) for k, m in (("backend", re.search(r"backend (\w+)", text)),
                                         ("nranks", re.search(r"nranks (\d+)", text))) if m}

@@ -28,6 +28,7 @@ again replaces the earlier one, and wrong values and failed runs count from ever
 must name the --commit given, else nothing is written and the exit status is 2.
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -35,9 +36,14 @@ import re
 import sys
 
 
-def parse(paths):
-    """The rows, wrong-value totals and runs of purlin-perf outputs, files in order: a row a later
-    file measured again replaces the earlier one."""
+# A row's key: the run's mode, processes, registration and block cap (0: the default), then the
+# collective, type and size.
+Key = collections.namedtuple("Key", "mode procs reg blocks coll dtype size")
+
+
+def parse(*paths):
+    """The rows (Key -> (us, busbw, wrong values)), wrong-value totals and runs of purlin-perf
+    outputs, files in order: a row a later file measured again replaces the earlier one."""
     rows, wrong, runs = {}, {}, {}
     for path in paths:
         try:
@@ -74,7 +80,7 @@ def parse_lines(lines, rows, wrong, runs):
         except ValueError:
             continue
         n = sum(int(x) for x in (w, f[12] if len(f) > 12 else "0") if x.isdigit())
-        rows[(mode, procs, reg, blocks, coll, dtype, size)] = (t, bus, n)
+        rows[Key(mode, procs, reg, blocks, coll, dtype, size)] = (t, bus, n)
         wrong[mode] = wrong.get(mode, 0) + n
 
 
@@ -161,7 +167,7 @@ def against_even(purlin):
     lines = []
     for (mode, procs, reg, blocks, coll, dtype, size), (t, _, _) in sorted(purlin.items()):
         even = EVEN_FORMS.get(coll)
-        e = purlin.get((mode, procs, reg, blocks, even, dtype, size)) if even else None
+        e = purlin.get(Key(mode, procs, reg, blocks, even, dtype, size)) if even else None
         if e and size >= 1 << 20 and e[0] > 0:
             lines.append(f"| {coll} | {mode} | {size} | {t:.2f} | {even} | {e[0]:.2f} | {t / e[0]:.3f} |")
     if not lines:
@@ -192,8 +198,8 @@ def main():
             print(f"compare.py: the earlier run in {d} is of commit {commit}, this one of {a.commit}: not merged",
                   file=sys.stderr)
             sys.exit(2)
-    purlin = parse([os.path.join(d, "perf-purlin.txt") for d in a.earlier] + [a.purlin])
-    nccl = parse([os.path.join(d, "perf-nccl.txt") for d in a.earlier] + [a.nccl])
+    purlin = parse(*[os.path.join(d, "perf-purlin.txt") for d in a.earlier], a.purlin)
+    nccl = parse(*[os.path.join(d, "perf-nccl.txt") for d in a.earlier], a.nccl)
     rmsnorm = next((p for p in [a.rmsnorm] + [os.path.join(d, "rmsnorm.json") for d in reversed(a.earlier)]
                     if p and os.path.exists(p)), None)
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
