@@ -33,6 +33,9 @@ func Build(call *spec.Call, topo Topology) (*Plan, error) {
 }
 
 func build(c *spec.Call, t Topology) (*Plan, error) {
+	if alreadyDone(c) {
+		return &Plan{Regime: RegimeEmpty}, nil
+	}
 	if allReduces(c.Coll) && c.Count*uint64(c.Type.Size()) > packetLimit(c, t) {
 		return buildAllReduce(c, t)
 	}
@@ -105,6 +108,15 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	}
 	b.emit(x)
 	return b.plan(b.regimeOf(x)), nil
+}
+
+// alreadyDone reports whether c's output is its input as it stands: one
+// rank, in place, with no epilogue, and a reduction (if any) that leaves a
+// single input as it is (not PreMulSum, whose scalar scales it, nor an Avg
+// whose divisor is not 1). Its Plan moves nothing and launches nothing.
+func alreadyDone(c *spec.Call) bool {
+	identity := c.Op.Kind < spec.Avg || c.Op.Kind == spec.Avg && c.Op.AvgDivisor(1) == 1
+	return c.NRanks == 1 && c.InPlace() && c.Epilogue.Kind == 0 && (!c.Coll.Reduces() || identity)
 }
 
 // packable reports whether c's parts may move as packets: a packet holds 8

@@ -77,3 +77,37 @@ func BenchmarkBuildLarge(b *testing.B) {
 		}
 	}
 }
+
+// TestOneRankInPlaceIsDone: a one-rank call in place whose output is its
+// input as it stands launches nothing; one that scales (PreMulSum, an Avg
+// over a divisor other than 1), carries an epilogue or runs out of place
+// still works, and every form gives the reference's result.
+func TestOneRankInPlaceIsDone(t *testing.T) {
+	topo := snac.Topology{NRanks: 1, Workers: 8, StageHalf: 1 << 20, P2PHalf: 1 << 18, PacketMax: 16 << 10, ChunkMax: 64 << 10}
+	ops := []spec.Op{{Kind: spec.Sum}, {Kind: spec.Prod}, {Kind: spec.Max}, {Kind: spec.Min}, {Kind: spec.Avg},
+		{Kind: spec.PreMulSum, Scalar: 3}, {Kind: spec.Avg, Divisor: 2}}
+	for _, coll := range []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.AllToAll, spec.Broadcast, spec.Reduce, spec.Gather, spec.Scatter} {
+		for _, op := range ops {
+			if !coll.Reduces() && op.Kind != spec.Sum {
+				continue
+			}
+			for _, inPlace := range []bool{false, true} {
+				for _, count := range []uint64{1, 3000, 100000} {
+					calls := callsFor(1, coll, spec.Float32, op, count, 0)
+					require.NoError(t, newWorld(t, 1, count).run(calls, inPlace), describe(calls, inPlace))
+					c := *calls[0]
+					c.Recv = 1 << 30
+					c.Send = c.Recv + 1
+					if inPlace {
+						c.Send = c.Recv
+					}
+					p, err := snac.Build(&c, topo)
+					require.NoError(t, err)
+					identity := op.Kind < spec.Avg || op.Kind == spec.Avg && op.Divisor == 0
+					done := inPlace && (!coll.Reduces() || identity)
+					require.Equal(t, done, len(p.Workers) == 0, "%s inPlace=%v: %d workers", &c, inPlace, len(p.Workers))
+				}
+			}
+		}
+	}
+}

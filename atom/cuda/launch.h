@@ -62,4 +62,9 @@ enum { purlinReplayArgs = (sizeof(purlinReplay) + 15) & ~15 };
  * enqueued. */
 __attribute__((visibility("hidden"))) int purlin_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream);
 
+/* purlin_replay_nothing issues a Plan that launches nothing (no workers: an
+ * empty call, or one rank's call in place that leaves its buffer as it is):
+ * it returns 0, as the slow path's Launch does. */
+__attribute__((visibility("hidden"))) int purlin_replay_nothing(void *rec, const uint64_t *bufs, int n, uintptr_t stream);
+
 #endif

@@ -21,8 +21,12 @@ var _ atom.Replayer = (*Rank)(nil)
 // and Recv arrays) purlin_replay writes at issue. purlin_replay issues it
 // only while stream is the rank's latest, which orders it by itself, as
 // Launch's hot path does. A Plan that is not one kernel (a copy-engine
-// Plan, one with an epilogue) has no record: n is 0.
+// Plan, one with an epilogue) has no record: n is 0. A Plan without workers
+// launches nothing, and its record issues nothing.
 func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
+	if len(plan.Workers) == 0 && size >= 8 {
+		return 8, uintptr(unsafe.Pointer(C.purlin_replay_nothing))
+	}
 	n = int(C.purlinReplayArgs) + int(unsafe.Sizeof(launchArgs{}))
 	if len(plan.Workers) == 0 || n > size || cuStream(stream) == streamPerThread {
 		return 0, 0

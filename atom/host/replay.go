@@ -38,7 +38,7 @@ const keptReplays = 16
 // machines without GPUs, more than speed.
 func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size int) (n int, issue uintptr) {
 	const n8 = int(unsafe.Sizeof(uint64(0)))
-	if size < n8 || len(plan.Workers) == 0 {
+	if size < n8 {
 		return 0, 0
 	}
 	replays.Lock()

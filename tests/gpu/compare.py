@@ -2,7 +2,7 @@
 """compare.py: side-by-side tables of purlin-perf outputs, Purlin vs NCCL.
 
 Usage: compare.py PURLIN.txt NCCL.txt [--json OUT.json --commit C --gpus N --nccl-version V]
-                  [--rmsnorm RMSNORM.json] [--earlier DIR ...]
+                  [--rmsnorm RMSNORM.json] [--torch TORCH.json] [--earlier DIR ...]
 Each file holds several purlin-perf runs, each preceded by a line
 '## RUN mode=<eager|graph> ... args: <purlin-perf arguments>' (tests/gpu/run.sh
 writes it). Runs with -R 1 (buffers registered as symmetric windows) are kept
@@ -21,9 +21,13 @@ with each library's default blocks ("blocks" null); "capped" the runs whose head
 blocks=N (PURLIN_MAX_CTAS and NCCL_MAX_CTAS set to N; "blocks" N), in the same form, kept apart
 so that the default runs alone are judged against the targets.
 
+--rmsnorm and --torch name the outputs of tests/torch/bench_rmsnorm.py and of
+tests/torch/bench_allreduce.py --with-library, whose rows join "rows" as colls allreduce_rmsnorm
+and torch_allreduce.
+
 --earlier DIR (repeatable, oldest first) names the logs of an earlier run of the suite on the
 same build (tests/gpu/run.sh with GPU_PARTS: a suite too long for one sitting, run in parts):
-its perf-purlin.txt, perf-nccl.txt and rmsnorm.json come before the files named, a row measured
+its perf-purlin.txt, perf-nccl.txt, rmsnorm.json and torch-allreduce.json come before the files named, a row measured
 again replaces the earlier one, and wrong values and failed runs count from every run. DIR/COMMIT
 must name the --commit given, else nothing is written and the exit status is 2.
 """
@@ -141,6 +145,38 @@ def rmsnorm_rows(path, procs):
              "blocks": None, "registered": False} for r in doc.get("rows", [])]
 
 
+def torch_rows(path, procs):
+    """torch.distributed.all_reduce through each library (bench_allreduce.py --with-library: bf16,
+    graph, one process per GPU): purlin_us on Purlin (LD_PRELOAD), nccl_us on NCCL, and PyTorch's
+    symmetric-memory one-shot and two-shot kernels beside them (null where they refused a size)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        doc = json.load(f)
+    return [{"coll": "torch_allreduce", "mode": "graph", "procs": procs, "dtype": "bfloat16", "bytes": r["bytes"],
+             "purlin_us": r["purlin_us"], "nccl_us": r["nccl_us"], "symm_one_shot_us": r["one_shot_us"],
+             "symm_two_shot_us": r["two_shot_us"], "purlin_busbw": None, "nccl_busbw": None, "purlin_wrong": None,
+             "nccl_wrong": None, "blocks": None, "registered": False} for r in doc.get("rows", [])]
+
+
+def torch_table(rows):
+    """The torch rows as a table: issue 10 wants Purlin faster than NCCL and the one-shot kernel
+    from 8 B to 64 KiB, issue 11 at least as fast as the two-shot kernel from 16 to 256 MiB."""
+    if not rows:
+        return []
+    fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    over = lambda a, b: "-" if a is None or not b else f"{a / b:.2f}"  # noqa: E731
+    out = ["", "### torch.distributed.all_reduce (bf16, graph, a process a GPU): Purlin vs NCCL and PyTorch's symmetric memory",
+           "| bytes | Purlin us | NCCL us | one-shot us | two-shot us | Purlin / NCCL | Purlin / one-shot | Purlin / two-shot |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        p = r["purlin_us"]
+        out.append(f"| {r['bytes']} | {fmt(p)} | {fmt(r['nccl_us'])} | {fmt(r['symm_one_shot_us'])} | "
+                   f"{fmt(r['symm_two_shot_us'])} | {over(p, r['nccl_us'])} | {over(p, r['symm_one_shot_us'])} | "
+                   f"{over(p, r['symm_two_shot_us'])} |")
+    return out
+
+
 def rmsnorm_table(rows):
     """The fused rows as a table: issue 16 wants fused at least 1.5x faster than NCCL + torch
     from 1 to 128 tokens, and never slower than Purlin + torch."""
@@ -186,6 +222,7 @@ def main():
     ap.add_argument("--gpus", type=int, default=0)
     ap.add_argument("--nccl-version", default="unknown")
     ap.add_argument("--rmsnorm", help="tests/torch/bench_rmsnorm.py's --json: rows of coll allreduce_rmsnorm")
+    ap.add_argument("--torch", help="tests/torch/bench_allreduce.py --with-library's --json: rows of coll torch_allreduce")
     ap.add_argument("--earlier", action="append", default=[], metavar="DIR",
                     help="logs of an earlier run of the suite on the same build, oldest first")
     a = ap.parse_args()
@@ -200,8 +237,10 @@ def main():
             sys.exit(2)
     purlin = parse(*[os.path.join(d, "perf-purlin.txt") for d in a.earlier], a.purlin)
     nccl = parse(*[os.path.join(d, "perf-nccl.txt") for d in a.earlier], a.nccl)
-    rmsnorm = next((p for p in [a.rmsnorm] + [os.path.join(d, "rmsnorm.json") for d in reversed(a.earlier)]
-                    if p and os.path.exists(p)), None)
+    # The newest of each benchmark's outputs: the one named, else the latest earlier run's.
+    newest = lambda path, name: next((p for p in [path] + [os.path.join(d, name) for d in reversed(a.earlier)]  # noqa: E731
+                                      if p and os.path.exists(p)), None)
+    rmsnorm, torch_json = newest(a.rmsnorm, "rmsnorm.json"), newest(a.torch, "torch-allreduce.json")
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
     last = None
     for key in keys:
@@ -224,13 +263,14 @@ def main():
             bad = [c for c, s in runs.get(mode, []) if s != 0]
             print(f"{name} {mode}: #wrong total {wrong.get(mode, 0)}, runs {len(runs.get(mode, []))}, "
                   f"failed runs {len(bad)}{': ' + ' '.join(bad) if bad else ''}")
-    fused = rmsnorm_rows(rmsnorm, a.gpus)
-    for line in rmsnorm_table(fused):
+    fused, through_torch = rmsnorm_rows(rmsnorm, a.gpus), torch_rows(torch_json, a.gpus)
+    for line in rmsnorm_table(fused) + torch_table(through_torch):
         print(line)
     if a.json:
         doc = {"date": datetime.date.today().isoformat(), "commit": a.commit, "gpus": a.gpus,
                "nccl_version": a.nccl_version}
-        lists = {"rows": json_rows(purlin[0], nccl[0], False) + fused, "capped": json_rows(purlin[0], nccl[0], True)}
+        lists = {"rows": json_rows(purlin[0], nccl[0], False) + fused + through_torch,
+                 "capped": json_rows(purlin[0], nccl[0], True)}
         with open(a.json, "w") as f:  # one row a line, so that a new run's diff reads row by row
             f.write(json.dumps(doc)[:-1] + "".join(f', "{k}": [\n' + ",\n".join(json.dumps(r) for r in v) + "\n]"
                                                   for k, v in lists.items()) + "}\n")

@@ -48,7 +48,7 @@ def earlier_run(root, name, commit, purlin, nccl, rmsnorm=None):
 
 
 class CompareTest(unittest.TestCase):
-    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0):
+    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0, through_torch=None):
         """compare.py on these outputs; earlier: functions of a temporary directory returning an
         earlier run's logs there."""
         with tempfile.TemporaryDirectory() as d:
@@ -59,6 +59,9 @@ class CompareTest(unittest.TestCase):
             if rmsnorm is not None:
                 write(m, json.dumps(rmsnorm))
                 extra = ["--rmsnorm", m]
+            if through_torch is not None:
+                write(os.path.join(d, "torch.json"), json.dumps(through_torch))
+                extra += ["--torch", os.path.join(d, "torch.json")]
             for e in earlier:
                 extra += ["--earlier", e(d)]
             r = subprocess.run([sys.executable, COMPARE, p, n, "--json", j, "--commit", "abc", "--gpus", "2"] + extra,
@@ -139,6 +142,18 @@ class CompareTest(unittest.TestCase):
         self.assertIn("| 4096 | 16 | 5.00 | 9.00 | 15.00 | 3.00 | 1.80 |", text)
         self.assertEqual(len(doc["rows"]), 2)
 
+
+    def test_torch_rows(self):
+        # bench_allreduce.py --with-library's rows become torch_allreduce rows, with a table.
+        args = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
+        bench = {"torch": "2.11", "rows": [{"bytes": 64, "calls": 20, "purlin_us": 5.0, "nccl_us": 10.0,
+                                            "one_shot_us": 6.25, "two_shot_us": None}]}
+        text, doc = self.compare(run_block("purlin", "eager", args, "allreduce", [3.0]),
+                                 run_block("nccl", "eager", args, "allreduce", [4.0]), through_torch=bench)
+        rows = [r for r in doc["rows"] if r["coll"] == "torch_allreduce"]
+        self.assertEqual([(r["bytes"], r["procs"], r["purlin_us"], r["nccl_us"], r["symm_one_shot_us"], r["symm_two_shot_us"])
+                          for r in rows], [(64, 2, 5.0, 10.0, 6.25, None)])
+        self.assertIn("| 64 | 5.00 | 10.00 | 6.25 | - | 0.50 | 0.80 | - |", text)
 
     def test_capped_runs_are_kept_apart(self):
         # The same collective and size with each library's default blocks and with at most 8:

@@ -42,6 +42,10 @@
 #   rmsnorm   tests/torch/bench_rmsnorm.py: the fused all-reduce + residual add + RMSNorm
 #             against Purlin's and NCCL's all-reduce followed by PyTorch's ops (2+ ranks,
 #             a GPU each, torch); its rows join perf.json as allreduce_rmsnorm
+#   torch     tests/torch/bench_allreduce.py --with-library: torch.distributed.all_reduce on
+#             Purlin (build/nccl-so/libnccl.so.2 under LD_PRELOAD, else build/gpu/lib/libpurlin.so)
+#             and on NCCL, beside PyTorch's symmetric-memory one-shot and two-shot kernels
+#             (bf16, graphs, a process a GPU); its rows join perf.json as torch_allreduce
 #   perf-blocks eager 256 MiB of every collective with at most 8, then 16 thread blocks a
 #             call (PURLIN_MAX_CTAS, NCCL_MAX_CTAS), on Purlin and on NCCL; in perf.json
 #             under "capped", with their "blocks", apart from the default runs' "rows"
@@ -71,7 +75,7 @@ summary="$out/summary.txt"
 fail=0
 
 note() { echo "$*" | tee -a "$summary"; }
-all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm perf-blocks "
+all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm torch perf-blocks "
 parts=${GPU_PARTS:-} parts=" ${parts//,/ } "
 for p in $parts; do
   [[ $all_parts == *" $p "* ]] || { echo "run.sh: GPU_PARTS names '$p', which is none of:$all_parts" >&2; exit 2; }
@@ -306,6 +310,17 @@ if ! want rmsnorm; then :; elif (( t > 30 && NGPUS >= 2 && NGPUS <= GPUS_LISTED 
   verdict rmsnorm $? "(rmsnorm.txt)"
 else note "SKIP rmsnorm (no time, no torch, or fewer GPUs than ranks: it needs a GPU a rank)"; fi
 
+# ---------- torch: torch.distributed.all_reduce on Purlin (LD_PRELOAD) and on NCCL, beside symmetric memory ----------
+t=$(left 240)
+rm -f "$out/torch-allreduce.json"
+dropin="$root/build/nccl-so/libnccl.so.2"
+[[ -f $dropin ]] || dropin="$gpu/lib/libpurlin.so"
+if ! want torch; then :; elif (( t > 60 && NGPUS >= 2 && NGPUS <= GPUS_LISTED )) && python3 -c "import torch" 2>/dev/null; then
+  timeout "$t" python3 "$root/tests/torch/bench_allreduce.py" --nranks "$NGPUS" --with-library "$dropin" \
+    --json "$out/torch-allreduce.json" >"$out/torch-allreduce.txt" 2>&1
+  verdict torch $? "(torch-allreduce.txt, on $(basename "$dropin"))"
+else note "SKIP torch (no time, no torch, or fewer GPUs than ranks: it needs a GPU a rank)"; fi
+
 # ---------- perf-blocks: 256 MiB calls on 8 and 16 blocks, Purlin and NCCL, last: it may be cut ----------
 # Inference overlaps collectives with compute, so the SMs a call takes matter: the bandwidth
 # each library reaches with its blocks capped (perf.json "capped", apart from "rows").
@@ -325,7 +340,7 @@ fi
   earlier=() nccl_logs=("$out/perf-nccl.txt")
   for d in ${PURLIN_GPU_EARLIER:-}; do earlier+=(--earlier "$d"); nccl_logs+=("$d/perf-nccl.txt"); done
   python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
-    --rmsnorm "$out/rmsnorm.json" "${earlier[@]}" \
+    --rmsnorm "$out/rmsnorm.json" --torch "$out/torch-allreduce.json" "${earlier[@]}" \
     --commit "$(cat "$out/COMMIT")" --gpus "$NGPUS" \
     --nccl-version "$(cat "${nccl_logs[@]}" 2>/dev/null | grep -m1 -o 'NCCL API version [0-9]*' | grep -o '[0-9]*$')" || fail=1
   python3 "$root/tools/perfplot.py" "$out/perf.json" -o "$out/perf.svg" && echo "plot: perf.svg"

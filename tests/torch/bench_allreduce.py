@@ -11,10 +11,15 @@ and torch with CUDA.
 
   python3 tests/torch/bench_allreduce.py [--sizes 8,64K,256M] [--json FILE]
   LD_PRELOAD=build/nccl-so/libnccl.so.2 python3 tests/torch/bench_allreduce.py
+  python3 tests/torch/bench_allreduce.py --with-library build/nccl-so/libnccl.so.2
 
 Prints one row per size: bytes, all_reduce, one-shot and two-shot us per call
-(n/a where a kernel refuses the size or is missing from this torch). NVLink
-multicast stays off (TORCH_SYMM_MEM_DISABLE_MULTICAST, NCCL_NVLS_ENABLE).
+(n/a where a kernel refuses the size or is missing from this torch). With
+--with-library LIB (and no LD_PRELOAD) it runs twice in one command: on the
+NCCL torch links, then again with LD_PRELOAD=LIB (each rank checks that
+torch's ncclAllReduce is LIB's), and prints both all_reduce columns beside
+the symmetric-memory kernels of the first run, with Purlin's time over each.
+NVLink multicast stays off (TORCH_SYMM_MEM_DISABLE_MULTICAST, NCCL_NVLS_ENABLE).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ import argparse
 import datetime
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import warnings
 
 import torch
@@ -81,9 +89,25 @@ def symmetric_kernels(n: int, device: torch.device, group_name: str):
     return one, two
 
 
+def served_by(library: str) -> None:
+    """Raises unless the process's ncclAllReduce, the one torch binds, is library's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pynccl"))
+    import ctypes
+
+    from proof import where
+
+    libc = ctypes.CDLL(None)
+    libc.dlsym.restype, libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+    got = where(libc.dlsym(None, b"ncclAllReduce"))
+    if got != os.path.realpath(library):
+        raise RuntimeError(f"ncclAllReduce is {got or 'nowhere'}'s, not {library}'s")
+
+
 def rank_main(rank: int, args: argparse.Namespace, results) -> None:
     device = torch.device("cuda", rank)
     torch.cuda.set_device(device)
+    if os.environ.get("LD_PRELOAD") and args.expect:
+        served_by(args.expect)
     dist.init_process_group("nccl", rank=rank, world_size=args.nranks, device_id=device,
                             timeout=datetime.timedelta(seconds=120))
     group_name = dist.group.WORLD.group_name
@@ -148,15 +172,57 @@ def run_ranks(name: str, rank_main, args: argparse.Namespace):
     return rows, all(proc.exitcode == 0 for proc in procs)
 
 
+def beside(args: argparse.Namespace, nccl_rows: list) -> tuple:
+    """Runs this script again with LD_PRELOAD=args.with_library and returns its
+    rows joined to nccl_rows (the run on the NCCL torch links) size by size,
+    and whether it exited 0."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "purlin.json")
+        argv = [sys.executable, os.path.abspath(__file__), "--nranks", str(args.nranks), "--calls", str(args.calls),
+                "--replays", str(args.replays), "--sizes", ",".join(map(str, args.sizes)), "--json", out,
+                "--expect", args.with_library]
+        env = dict(os.environ, LD_PRELOAD=os.path.realpath(args.with_library))
+        ok = subprocess.run(argv, env=env).returncode == 0
+        purlin = {r["bytes"]: r for r in json.load(open(out))["rows"]} if os.path.exists(out) else {}
+    rows = []
+    for r in nccl_rows:
+        p = purlin.get(r["bytes"], {})
+        rows.append({"bytes": r["bytes"], "calls": r["calls"], "purlin_us": p.get("all_reduce_us"),
+                     "nccl_us": r["all_reduce_us"], "one_shot_us": r["one_shot_us"], "two_shot_us": r["two_shot_us"]})
+    return rows, ok and len(purlin) == len(nccl_rows)
+
+
 def main() -> int:
     p = bench_parser(__doc__, "calls captured in one graph (a quarter from 16 MiB)")
     p.add_argument("--sizes", default="8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M,256M")
+    p.add_argument("--with-library", help="also run with LD_PRELOAD set to this library and print both all_reduce columns")
+    p.add_argument("--expect", help=argparse.SUPPRESS)  # the library each rank checks it runs on (--with-library's run)
     args = p.parse_args()
     args.sizes = [parse_size(s) for s in args.sizes.split(",")]
+    if args.with_library and os.environ.get("LD_PRELOAD"):
+        print("bench_allreduce: --with-library runs the baseline without LD_PRELOAD; unset it")
+        return 2
     library = os.environ.get("LD_PRELOAD", "") or "the NCCL torch links"
     rows, ok = run_ranks("bench_allreduce", rank_main, args)
     if rows is None:
         return 2
+    if args.with_library:
+        rows, also = beside(args, rows)
+        print(f"bench_allreduce: torch {torch.__version__}, {args.nranks} processes, bf16 sum, CUDA graphs; "
+              f"all_reduce on {args.with_library} (LD_PRELOAD) and on the NCCL torch links, in turn")
+        print("| bytes | Purlin all_reduce us | NCCL all_reduce us | symm one-shot us | symm two-shot us "
+              "| Purlin / NCCL | Purlin / one-shot | Purlin / two-shot |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        fmt = lambda v: "n/a" if v is None else f"{v:.2f}"  # noqa: E731
+        over = lambda a, b: "n/a" if a is None or not b else f"{a / b:.2f}"  # noqa: E731
+        for r in rows:
+            print(f"| {r['bytes']} | {fmt(r['purlin_us'])} | {fmt(r['nccl_us'])} | {fmt(r['one_shot_us'])} | "
+                  f"{fmt(r['two_shot_us'])} | {over(r['purlin_us'], r['nccl_us'])} | "
+                  f"{over(r['purlin_us'], r['one_shot_us'])} | {over(r['purlin_us'], r['two_shot_us'])} |")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"torch": torch.__version__, "library": args.with_library, "rows": rows}, f, indent=1)
+        return 0 if ok and also else 1
     print(f"bench_allreduce: torch {torch.__version__}, {args.nranks} processes, bf16 sum, CUDA graphs; "
           f"all_reduce on {library}")
     print("| bytes | all_reduce us | symm one-shot us | symm two-shot us |")
