@@ -129,67 +129,67 @@ def json_rows(purlin, nccl, capped):
     return rows
 
 
-def rmsnorm_rows(path, procs):
-    """The fused all-reduce + residual add + RMSNorm rows (bench_rmsnorm.py, bf16, graph, one
-    process per GPU): purlin_us is the fused call, nccl_us NCCL's all-reduce followed by PyTorch's
-    add and rms_norm, purlin_unfused_us Purlin's all-reduce followed by the same; bytes are the
-    activation's (tokens x hidden x 2)."""
+def bench_rows(path, procs, own):
+    """The rows of a tests/torch benchmark's --json (bf16, CUDA graphs, one process per GPU):
+    own(r) gives a row's own fields; the others are those every such row shares."""
     if not path or not os.path.exists(path):
         return []
     with open(path) as f:
         doc = json.load(f)
-    return [{"coll": "allreduce_rmsnorm", "mode": "graph", "procs": procs, "dtype": "bfloat16",
-             "bytes": 2 * r["tokens"] * r["hidden"], "hidden": r["hidden"], "tokens": r["tokens"],
-             "purlin_us": r["fused_us"], "nccl_us": r["nccl_us"], "purlin_unfused_us": r["purlin_us"],
-             "purlin_busbw": None, "nccl_busbw": None, "purlin_wrong": None, "nccl_wrong": None,
-             "blocks": None, "registered": False} for r in doc.get("rows", [])]
+    shared = {"mode": "graph", "procs": procs, "dtype": "bfloat16", "purlin_busbw": None, "nccl_busbw": None,
+              "purlin_wrong": None, "nccl_wrong": None, "blocks": None, "registered": False}
+    return [{**own(r), **shared} for r in doc.get("rows", [])]
+
+
+def rmsnorm_rows(path, procs):
+    """The fused all-reduce + residual add + RMSNorm rows (bench_rmsnorm.py): purlin_us is the
+    fused call, nccl_us NCCL's all-reduce followed by PyTorch's add and rms_norm,
+    purlin_unfused_us Purlin's all-reduce followed by the same; bytes are the activation's
+    (tokens x hidden x 2)."""
+    return bench_rows(path, procs, lambda r: {
+        "coll": "allreduce_rmsnorm", "bytes": 2 * r["tokens"] * r["hidden"], "hidden": r["hidden"],
+        "tokens": r["tokens"], "purlin_us": r["fused_us"], "nccl_us": r["nccl_us"], "purlin_unfused_us": r["purlin_us"]})
 
 
 def torch_rows(path, procs):
-    """torch.distributed.all_reduce through each library (bench_allreduce.py --with-library: bf16,
-    graph, one process per GPU): purlin_us on Purlin (LD_PRELOAD), nccl_us on NCCL, and PyTorch's
-    symmetric-memory one-shot and two-shot kernels beside them (null where they refused a size)."""
-    if not path or not os.path.exists(path):
+    """torch.distributed.all_reduce through each library (bench_allreduce.py --with-library):
+    purlin_us on Purlin (LD_PRELOAD), nccl_us on NCCL, and PyTorch's symmetric-memory one-shot
+    and two-shot kernels beside them (null where they refused a size)."""
+    return bench_rows(path, procs, lambda r: {
+        "coll": "torch_allreduce", "bytes": r["bytes"], "purlin_us": r["purlin_us"], "nccl_us": r["nccl_us"],
+        "symm_one_shot_us": r["one_shot_us"], "symm_two_shot_us": r["two_shot_us"]})
+
+
+def table(title, header, cells):
+    """A table under a ### title: header names its columns, each of cells is a row's texts."""
+    if not cells:
         return []
-    with open(path) as f:
-        doc = json.load(f)
-    return [{"coll": "torch_allreduce", "mode": "graph", "procs": procs, "dtype": "bfloat16", "bytes": r["bytes"],
-             "purlin_us": r["purlin_us"], "nccl_us": r["nccl_us"], "symm_one_shot_us": r["one_shot_us"],
-             "symm_two_shot_us": r["two_shot_us"], "purlin_busbw": None, "nccl_busbw": None, "purlin_wrong": None,
-             "nccl_wrong": None, "blocks": None, "registered": False} for r in doc.get("rows", [])]
+    return (["", f"### {title}", "| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
+            + ["| " + " | ".join(row) + " |" for row in cells])
 
 
 def torch_table(rows):
     """The torch rows as a table: issue 10 wants Purlin faster than NCCL and the one-shot kernel
     from 8 B to 64 KiB, issue 11 at least as fast as the two-shot kernel from 16 to 256 MiB."""
-    if not rows:
-        return []
     fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     over = lambda a, b: "-" if a is None or not b else f"{a / b:.2f}"  # noqa: E731
-    out = ["", "### torch.distributed.all_reduce (bf16, graph, a process a GPU): Purlin vs NCCL and PyTorch's symmetric memory",
-           "| bytes | Purlin us | NCCL us | one-shot us | two-shot us | Purlin / NCCL | Purlin / one-shot | Purlin / two-shot |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        p = r["purlin_us"]
-        out.append(f"| {r['bytes']} | {fmt(p)} | {fmt(r['nccl_us'])} | {fmt(r['symm_one_shot_us'])} | "
-                   f"{fmt(r['symm_two_shot_us'])} | {over(p, r['nccl_us'])} | {over(p, r['symm_one_shot_us'])} | "
-                   f"{over(p, r['symm_two_shot_us'])} |")
-    return out
+    return table("torch.distributed.all_reduce (bf16, graph, a process a GPU): Purlin vs NCCL and PyTorch's symmetric memory",
+                 ["bytes", "Purlin us", "NCCL us", "one-shot us", "two-shot us", "Purlin / NCCL", "Purlin / one-shot",
+                  "Purlin / two-shot"],
+                 [[str(r["bytes"]), fmt(r["purlin_us"]), fmt(r["nccl_us"]), fmt(r["symm_one_shot_us"]),
+                   fmt(r["symm_two_shot_us"]), over(r["purlin_us"], r["nccl_us"]),
+                   over(r["purlin_us"], r["symm_one_shot_us"]), over(r["purlin_us"], r["symm_two_shot_us"])] for r in rows])
 
 
 def rmsnorm_table(rows):
     """The fused rows as a table: issue 16 wants fused at least 1.5x faster than NCCL + torch
     from 1 to 128 tokens, and never slower than Purlin + torch."""
-    if not rows:
-        return []
-    out = ["", "### AllReduce + residual add + RMSNorm (bf16, graph): fused vs unfused",
-           "| hidden | tokens | fused us | Purlin + torch us | NCCL + torch us | NCCL+torch / fused | Purlin+torch / fused |",
-           "|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        f = r["purlin_us"]
-        out.append(f"| {r['hidden']} | {r['tokens']} | {f:.2f} | {r['purlin_unfused_us']:.2f} | {r['nccl_us']:.2f} | "
-                   f"{r['nccl_us'] / f:.2f} | {r['purlin_unfused_us'] / f:.2f} |")
-    return out
+    return table("AllReduce + residual add + RMSNorm (bf16, graph): fused vs unfused",
+                 ["hidden", "tokens", "fused us", "Purlin + torch us", "NCCL + torch us", "NCCL+torch / fused",
+                  "Purlin+torch / fused"],
+                 [[str(r["hidden"]), str(r["tokens"])] + [f"{v:.2f}" for v in (
+                     r["purlin_us"], r["purlin_unfused_us"], r["nccl_us"], r["nccl_us"] / r["purlin_us"],
+                     r["purlin_unfused_us"] / r["purlin_us"])] for r in rows])
 
 
 # Purlin's own collectives and the even form each is measured against.
