@@ -70,11 +70,12 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)
 	}
 	reserve := 0
-	if !packets && copiesLocally(c.Coll) && t.Workers > 1 {
+	if !packets && copiesLocally(c.Coll) && t.Workers > 1 && c.NRanks > 1 {
 		// A staged call copies its local data on workers of its own, beside
 		// the transfers (emit): NVLink and the local copy overlap. Every
 		// rank reserves them, copy or not, so that worker w handles the
-		// same bytes on both ends of every transfer.
+		// same bytes on both ends of every transfer. One rank has no
+		// transfers: its copy is spread over every worker.
 		reserve = localWorkers(t.Workers)
 		if engine {
 			reserve = 1

@@ -81,7 +81,8 @@ func BenchmarkBuildLarge(b *testing.B) {
 // TestOneRankInPlaceIsDone: a one-rank call in place whose output is its
 // input as it stands launches nothing; one that scales (PreMulSum, an Avg
 // over a divisor other than 1), carries an epilogue or runs out of place
-// still works, and every form gives the reference's result.
+// still works, and every form gives the reference's result. A large copy
+// out of place, the only work of one rank, is spread over every worker.
 func TestOneRankInPlaceIsDone(t *testing.T) {
 	topo := snac.Topology{NRanks: 1, Workers: 8, StageHalf: 1 << 20, P2PHalf: 1 << 18, PacketMax: 16 << 10, ChunkMax: 64 << 10}
 	ops := []spec.Op{{Kind: spec.Sum}, {Kind: spec.Prod}, {Kind: spec.Max}, {Kind: spec.Min}, {Kind: spec.Avg},
@@ -106,6 +107,11 @@ func TestOneRankInPlaceIsDone(t *testing.T) {
 					identity := op.Kind < spec.Avg || op.Kind == spec.Avg && op.Divisor == 0
 					done := inPlace && (!coll.Reduces() || identity)
 					require.Equal(t, done, len(p.Workers) == 0, "%s inPlace=%v: %d workers", &c, inPlace, len(p.Workers))
+					if !inPlace && !coll.Reduces() && count*4 > topo.PacketMax {
+						for w := range p.Workers { // no transfers: the copy takes every worker, none kept aside
+							require.NotEmpty(t, p.WorkerSteps(w), "%s: worker %d of %d idle", &c, w, len(p.Workers))
+						}
+					}
 				}
 			}
 		}
