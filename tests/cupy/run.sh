@@ -29,10 +29,5 @@ else
   preload=(env "LD_PRELOAD=$lib${LD_PRELOAD:+:$LD_PRELOAD}" PURLIN_DEBUG="${PURLIN_DEBUG:-INFO}")
   log="$out/cupy.log"
 fi
-timeout 250 "${preload[@]}" "${PYTHON:-python3}" "$root/tests/cupy/check_cupy.py" "${args[@]}" >"$log" 2>&1
-rc=$?
-grep -E "^(cupy|  )" "$log" | grep -vE ": ok$"
-[[ $rc == 124 ]] && echo "cupy: timed out after 250 s (log: $log)"
-[[ $rc != 0 ]] && tail -30 "$log"
-echo "cupy log: $log"
-exit $rc
+source "$root/tests/common/client.sh"
+run_client cupy 250 30 "$log" "^(cupy|  )" "${preload[@]}" "${PYTHON:-python3}" "$root/tests/cupy/check_cupy.py" "${args[@]}"

@@ -24,11 +24,6 @@ log="$out/pynccl-$mode${baseline:+-baseline}.log"
 export NCCL_NVLS_ENABLE=0 PURLIN_DEBUG="${PURLIN_DEBUG:-INFO}" PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-60}"
 unset LD_PRELOAD  # this client loads Purlin by path, as vLLM does with VLLM_NCCL_SO_PATH
 
-timeout 560 "${PYTHON:-python3}" "$root/tests/pynccl/check_pynccl.py" --library "$lib" --mode "$mode" \
-  --nranks "${PYNCCL_NRANKS:-2}" --logdir "$out" --timeout 500 "${baseline[@]}" >"$log" 2>&1
-rc=$?
-grep -E "^pynccl" "$log"
-[[ $rc == 124 ]] && echo "pynccl: timed out after 560 s (log: $log)"
-[[ $rc != 0 ]] && tail -40 "$log"
-echo "pynccl log: $log"
-exit $rc
+source "$root/tests/common/client.sh"
+run_client pynccl 560 40 "$log" "^pynccl" "${PYTHON:-python3}" "$root/tests/pynccl/check_pynccl.py" --library "$lib" --mode "$mode" \
+  --nranks "${PYNCCL_NRANKS:-2}" --logdir "$out" --timeout 500 "${baseline[@]}"

@@ -16,8 +16,8 @@ and torch with CUDA.
 Prints one row per size: bytes, all_reduce, one-shot and two-shot us per call
 (n/a where a kernel refuses the size or is missing from this torch). With
 --with-library LIB (and no LD_PRELOAD) it runs twice in one command: on the
-NCCL torch links, then again with LD_PRELOAD=LIB (each rank checks that
-torch's ncclAllReduce is LIB's), and prints both all_reduce columns beside
+NCCL torch links, then again with LD_PRELOAD=LIB (each rank first proves, as
+tests/torch does, that LIB serves every NCCL name torch binds), and prints both all_reduce columns beside
 the symmetric-memory kernels of the first run, with Purlin's time over each.
 NVLink multicast stays off (TORCH_SYMM_MEM_DISABLE_MULTICAST, NCCL_NVLS_ENABLE).
 """
@@ -89,25 +89,13 @@ def symmetric_kernels(n: int, device: torch.device, group_name: str):
     return one, two
 
 
-def served_by(library: str) -> None:
-    """Raises unless the process's ncclAllReduce, the one torch binds, is library's."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pynccl"))
-    import ctypes
-
-    from proof import where
-
-    libc = ctypes.CDLL(None)
-    libc.dlsym.restype, libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
-    got = where(libc.dlsym(None, b"ncclAllReduce"))
-    if got != os.path.realpath(library):
-        raise RuntimeError(f"ncclAllReduce is {got or 'nowhere'}'s, not {library}'s")
-
-
 def rank_main(rank: int, args: argparse.Namespace, results) -> None:
     device = torch.device("cuda", rank)
     torch.cuda.set_device(device)
-    if os.environ.get("LD_PRELOAD") and args.expect:
-        served_by(args.expect)
+    if args.prove:
+        from preload_proof import prove_preload
+
+        prove_preload()  # PURLIN_DROPIN_LIBRARY (--with-library's run) serves every NCCL name torch binds
     dist.init_process_group("nccl", rank=rank, world_size=args.nranks, device_id=device,
                             timeout=datetime.timedelta(seconds=120))
     group_name = dist.group.WORLD.group_name
@@ -179,9 +167,9 @@ def beside(args: argparse.Namespace, nccl_rows: list) -> tuple:
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "purlin.json")
         argv = [sys.executable, os.path.abspath(__file__), "--nranks", str(args.nranks), "--calls", str(args.calls),
-                "--replays", str(args.replays), "--sizes", ",".join(map(str, args.sizes)), "--json", out,
-                "--expect", args.with_library]
-        env = dict(os.environ, LD_PRELOAD=os.path.realpath(args.with_library))
+                "--replays", str(args.replays), "--sizes", ",".join(map(str, args.sizes)), "--json", out, "--prove"]
+        lib = os.path.realpath(args.with_library)
+        env = dict(os.environ, LD_PRELOAD=lib, PURLIN_DROPIN_LIBRARY=lib)
         ok = subprocess.run(argv, env=env).returncode == 0
         purlin = {r["bytes"]: r for r in json.load(open(out))["rows"]} if os.path.exists(out) else {}
     rows = []
@@ -196,7 +184,7 @@ def main() -> int:
     p = bench_parser(__doc__, "calls captured in one graph (a quarter from 16 MiB)")
     p.add_argument("--sizes", default="8,64,1K,4K,16K,64K,256K,1M,4M,16M,64M,256M")
     p.add_argument("--with-library", help="also run with LD_PRELOAD set to this library and print both all_reduce columns")
-    p.add_argument("--expect", help=argparse.SUPPRESS)  # the library each rank checks it runs on (--with-library's run)
+    p.add_argument("--prove", action="store_true", help=argparse.SUPPRESS)  # --with-library's run: each rank proves the preload
     args = p.parse_args()
     args.sizes = [parse_size(s) for s in args.sizes.split(",")]
     if args.with_library and os.environ.get("LD_PRELOAD"):

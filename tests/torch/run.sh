@@ -37,10 +37,5 @@ else
 fi
 [[ "${TORCH_START:-spawn}" == fork ]] && log="${log%.log}-fork.log"
 
-timeout 570 "${preload[@]}" "${PYTHON:-python3}" "$root/tests/torch/check_torch.py" "${args[@]}" >"$log" 2>&1
-rc=$?
-grep -E "^(torch|  )" "$log" | grep -vE ": ok$"
-[[ $rc == 124 ]] && echo "torch: timed out after 570 s (log: $log)"
-[[ $rc != 0 ]] && tail -40 "$log"
-echo "torch log: $log"
-exit $rc
+source "$root/tests/common/client.sh"
+run_client torch 570 40 "$log" "^(torch|  )" "${preload[@]}" "${PYTHON:-python3}" "$root/tests/torch/check_torch.py" "${args[@]}"
