@@ -9,8 +9,10 @@ import "purlin/spec"
 // staging: every rank pushes shard q into rank q's scatter segment
 // (FlagReady); rank q reduces its shard into its output, pushes the result
 // into every rank's gather segment and announces it (FlagReduced); every
-// rank copies the reduced shards out. Each worker owns the same sub-slice
-// of every shard.
+// rank copies the reduced shards out. Where the outputs are symmetric
+// (Topology.Direct), rank q pushes its reduced shard straight into every
+// rank's output instead, and nothing is copied out. Each worker owns the
+// same sub-slice of every shard.
 
 // shard returns shard q's byte range: the buffer's grains (16-byte units,
 // or an epilogue's rows) split as evenly as possible among the ranks.
@@ -72,7 +74,7 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 				b.reduce(w, recvRef(lo), srcs, b.me, hi-lo, 0, 0)
 				for q := range b.n {
 					if q != b.me {
-						b.copy(w, b.stage(q, b.me, g.stageOff(w, k, b.gatherSeg(b.me, q))), recvRef(lo), hi-lo, 0, 0)
+						b.copy(w, b.gathered(q, w, k, lo), recvRef(lo), hi-lo, 0, 0)
 					}
 				}
 				for q := range b.n {
@@ -81,11 +83,14 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 					}
 				}
 			}
-			// Gather the other reduced shards.
+			// Gather the other reduced shards (pushed into the output
+			// already where it is direct).
 			for p := range b.n {
 				if lo, hi := piece(p, w, k); p != b.me && lo < hi {
 					b.wait(w, b.readySlot(FlagReduced, p, b.me, w), int64(k+1), check)
-					b.copy(w, recvRef(lo), b.stage(b.me, p, g.stageOff(w, k, b.gatherSeg(p, b.me))), hi-lo, 0, 0)
+					if !b.direct {
+						b.copy(w, recvRef(lo), b.stage(b.me, p, g.stageOff(w, k, b.gatherSeg(p, b.me))), hi-lo, 0, 0)
+					}
 				}
 			}
 			if ring {
@@ -97,6 +102,19 @@ func (b *builder) emitAllReduceStaged(c *spec.Call) {
 			}
 		})
 	}
+}
+
+// gathered is where worker w pushes chunk k of this rank's reduced shard,
+// at byte lo of the output, for rank q: q's gather segment, or where the
+// outputs are symmetric (direct.go) q's output itself. q has begun the
+// call then (this rank waited for its piece of the shard), so nothing of
+// its earlier calls uses its output, and it has pushed that piece, the
+// only read of its input there (in place, the same bytes) this call makes.
+func (b *builder) gathered(q, w, k int, lo uint64) Ref {
+	if b.direct {
+		return Ref{Space: SpacePeerRecv, Rank: uint8(q), Off: lo}
+	}
+	return b.stage(q, b.me, b.g.stageOff(w, k, b.gatherSeg(b.me, q)))
 }
 
 // scatterSeg and gatherSeg are the segments of consumer q's slot that

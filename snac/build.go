@@ -21,6 +21,7 @@ func Build(call *spec.Call, topo Topology) (*Plan, error) {
 	if err := checkStrides(call); err != nil {
 		return nil, err
 	}
+	topo.Direct = DirectOn(call, topo)
 	p, err := build(call, topo)
 	if err == nil && call.Epilogue.Kind != 0 {
 		p, err = withEpilogue(p, call)
@@ -65,6 +66,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	}
 	packetMax := packetLimit(c, t)
 	packets := known && longest <= packetMax && packable(c) && !engine
+	direct := t.Direct // DirectOn: neither packets nor the copy engine
 	gt := t
 	if c.Coll.Rooted() && c.NRanks > 1 && packets && t.Workers > 1 {
 		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)
@@ -87,10 +89,10 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
-	if !packable(c) || engine {
+	if !packable(c) || engine || direct {
 		b.packetMax = 0
 	}
-	b.engine = engine
+	b.engine, b.direct = engine, direct
 	if engine && c.Coll.Reduces() {
 		b.addReducers(blocks)
 	}
@@ -104,7 +106,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	if !b.p2p && !b.agree {
 		b.silence(x.peers())
 	}
-	if k := b.chunkCount(x); k > maxChunks {
+	if k := b.chunkCount(x); k > maxChunks && !direct {
 		return nil, errs.New(errs.ErrUnsupported, "snac: %d chunks per worker (at most %d)", k, maxChunks)
 	}
 	b.emit(x)
@@ -169,6 +171,7 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 		return nil, err
 	}
 	b := newBuilder(c, t, g)
+	b.direct = t.Direct // DirectOn: not on the copy engine
 	if engine {
 		b.engine = true
 		b.addReducers(blocks)

@@ -53,6 +53,9 @@ type builder struct {
 	// steps, epilogue.go) or a column block's rows (a shifted row starts
 	// elsewhere in its row), nor on the copy engine.
 	loops bool
+	// direct is set for a Plan that pushes straight into the consumers'
+	// outputs (direct.go): no staging, no packets.
+	direct bool
 }
 
 // loopsOff makes every Build write its chunks out, for tests that compare

@@ -11,6 +11,9 @@ import "purlin/spec"
 // and comparing it could tell nothing.
 const DoneCheck uint64 = 0
 
+// directWord stands for Topology.Direct in a call's fingerprint.
+const directWord = 0xd1ec7
+
 // fingerprint mixes words into a 64-bit check (FNV-1a over 64-bit words,
 // then a final avalanche so nearby shapes differ in every bit).
 type fingerprint uint64
@@ -72,12 +75,16 @@ func pairCheck(c *spec.Call, t Topology, bytes uint64) uint64 {
 }
 
 // shared are the fields of t that every rank must share (all but Rank).
-// LaunchWorkers joins them where it is set (the words of the others stay
-// what they were).
+// LaunchWorkers and Direct join them where they are set (the words of the
+// others stay what they were): ranks that disagree on Direct disagree on
+// the call.
 func (t Topology) shared() []uint64 {
 	words := []uint64{uint64(t.NRanks), uint64(t.Workers), t.StageHalf, t.P2PHalf, t.PacketMax, t.ChunkMax}
 	if t.LaunchWorkers != 0 {
 		words = append(words, uint64(t.LaunchWorkers))
+	}
+	if t.Direct {
+		words = append(words, directWord)
 	}
 	return words
 }

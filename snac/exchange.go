@@ -19,12 +19,14 @@ type exchange struct {
 // or a column block's rows). Staging and packets hold every part contiguous.
 
 // outFlow: length bytes from Send+src to rank to, pushed into segment seg
-// of its staging slot.
+// of its staging slot; they end at Recv+dst on rank to, laid out as
+// dstStride (known where the call's lengths are: a direct push, direct.go).
 type outFlow struct {
-	to, seg     int
-	src, length uint64
-	srcStride   spec.Stride
-	check       uint64
+	to, seg          int
+	src, dst, length uint64
+	srcStride        spec.Stride
+	dstStride        spec.Stride
+	check            uint64
 }
 
 // inFlow: length bytes that rank from pushed into segment seg of this
@@ -95,6 +97,10 @@ func (b *builder) emit(x *exchange) {
 				lo, hi := b.g.span(l.length, w)
 				b.local(w, l, lo, hi)
 			}
+		}
+		if b.direct {
+			b.emitDirect(w, x)
+			continue
 		}
 		if b.engine {
 			b.enter(w, x)
@@ -331,6 +337,8 @@ func (b *builder) regimeOf(x *exchange) Regime {
 		return RegimeEmpty
 	case b.isPacket(longest):
 		return RegimePacket
+	case b.direct:
+		return RegimeDirect
 	}
 	return b.g.regime(longest)
 }

@@ -46,9 +46,10 @@ func (l *Step) repeated(s Step, r uint64) Step {
 }
 
 // shifted is Ref x in repetition r of loop l: r*l.Check bytes on where it
-// lies in the caller's buffers, unchanged in staging.
+// lies in the caller's buffers (this rank's or a peer's output), unchanged
+// in staging.
 func (l *Step) shifted(x Ref, r uint64) Ref {
-	if x.Space == SpaceSend || x.Space == SpaceRecv {
+	if x.Space.caller() {
 		x.Off += r * l.Check
 	}
 	return x

@@ -42,6 +42,9 @@ func Merge(plans ...*Plan) (*Plan, error) {
 	var channels []uint16
 	buffers := uint8(0)
 	for i, p := range plans {
+		if p.Regime == RegimeDirect && len(plans) > 1 {
+			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d pushes into peers' outputs (direct), which a Plan does alone", i)
+		}
 		if p.NRanks != out.NRanks || p.Rank != out.Rank {
 			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d is rank %d of %d, plan 0 rank %d of %d", i, p.Rank, p.NRanks, out.Rank, out.NRanks)
 		}

@@ -62,7 +62,12 @@ func exchangeOf(c *spec.Call, t Topology) (x *exchange, segs int) {
 		for q := range n {
 			if q != me && c.Consumes(q) {
 				src, length := c.InPart(me, q)
-				x.outs = append(x.outs, outFlow{to: q, seg: seg(me, q), src: src, length: length, srcStride: inSt, check: checkOf(length)})
+				o := outFlow{to: q, seg: seg(me, q), src: src, length: length, srcStride: inSt, check: checkOf(length)}
+				if known && d.Consume == spec.ConsumeCopy {
+					o.dst, _ = c.OutPart(q, me)
+					o.dstStride = outSt
+				}
+				x.outs = append(x.outs, o)
 			}
 		}
 	}

@@ -63,7 +63,7 @@ const (
 	// Repeat runs the Slot steps after it Bytes times (loop.go): in
 	// repetition r (from 0), each of them runs with r*Delta added to its
 	// Delta (Notify, Wait) and r*Check to the Off of its Refs in the
-	// caller's buffers (SpaceSend, SpaceRecv). A ring's chunks that cycle
+	// caller's buffers (SpaceSend, SpaceRecv, SpacePeerRecv). A ring's chunks that cycle
 	// through the staging slots are one such body, so a Plan's length does
 	// not grow with the message.
 	Repeat
@@ -81,8 +81,18 @@ const (
 	SpaceRecv                // the caller's output on this rank
 	SpaceStage               // rank Ref.Rank's symmetric staging buffer
 	SpacePacket              // rank Ref.Rank's symmetric packet buffer (16-byte packets: 8 data + 8 flag)
+	// SpacePeerRecv is rank Ref.Rank's output of the call, where the
+	// outputs are symmetric (Topology.Direct): the Launch's one buffer
+	// pair, at the same offset of a window every rank registered. A Plan
+	// that names it runs alone, never merged with another call's.
+	SpacePeerRecv
 	NumSpaces
 )
+
+// caller reports whether s is a caller's buffer (this rank's input or
+// output, or a peer's output): where a Ref may be strided, and where a
+// loop's repetitions move it on (Repeat).
+func (s Space) caller() bool { return s == SpaceSend || s == SpaceRecv || s == SpacePeerRecv }
 
 // Ref is a byte address in a Space. The Atom resolves it as
 //
@@ -96,7 +106,7 @@ const (
 // Launch's buffer list: a Plan merged from several calls of one group (Merge)
 // reads and writes several callers' buffers.
 //
-// A Ref with Pitch set is strided (only in SpaceSend and SpaceRecv): its
+// A Ref with Pitch set is strided (only in the caller's buffers): its
 // step's bytes lie in rows of Step.Row bytes, Pitch bytes apart, and Off is
 // where the first byte lies, Step.Col bytes into its row (see Step.At).
 type Ref struct {
@@ -159,7 +169,7 @@ func (s *Step) RowsValid() bool {
 }
 
 func (s *Step) rowsValid(r Ref) bool {
-	return r.Pitch == 0 || (r.Space == SpaceSend || r.Space == SpaceRecv) && s.Row > 0 && s.Col < s.Row && r.Pitch >= s.Row && r.Off >= uint64(s.Col)
+	return r.Pitch == 0 || r.Space.caller() && s.Row > 0 && s.Col < s.Row && r.Pitch >= s.Row && r.Off >= uint64(s.Col)
 }
 
 // Runs calls f for each run of the step's bytes [k, k+n) that lies
@@ -235,9 +245,10 @@ const (
 	RegimeStaged                // staged once, one flag per worker
 	RegimeChunked               // chunked and pipelined within one staging half
 	RegimeRing                  // more chunks than slots: a ring with drain signals
+	RegimeDirect                // pushed straight into the consumers' outputs (Topology.Direct)
 )
 
-var regimeNames = [...]string{"empty", "packet", "staged", "chunked", "ring"}
+var regimeNames = [...]string{"empty", "packet", "staged", "chunked", "ring", "direct"}
 
 func (r Regime) String() string { return regimeNames[r] }
 

@@ -104,6 +104,13 @@ type Topology struct {
 	EngineMin     uint64
 	EngineWorkers int
 	EngineChunk   uint64
+	// Direct says that the call's output lies, on every rank, at the same
+	// offset of a window every rank registered (ncclCommWindowRegister),
+	// which this rank's Atom reaches on each (SpacePeerRecv): a collective
+	// of copies then pushes its staged transfers straight into their
+	// consumers' outputs (direct.go). It is a property of one call's
+	// buffers, so ranks must agree on it as on the call itself.
+	Direct bool
 }
 
 // launchWorkers is t.LaunchWorkers, MaxWorkers where unset or above it.

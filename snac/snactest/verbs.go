@@ -199,28 +199,13 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 	case snac.SpaceSend:
 		return errs.New(errs.ErrInternal, "writes into Send")
 	case snac.SpaceRecv:
-		l := rk.cur
-		if int(r.Rank) >= len(l.Bufs) {
-			return errs.New(errs.ErrInternal, "buffer %d of %d", r.Rank, len(l.Bufs))
+		return writeOutput(rk.cur, int(r.Rank), st, r, data)
+	case snac.SpacePeerRecv:
+		l, err := s.peerOutput(w, int(r.Rank))
+		if err != nil {
+			return err
 		}
-		b := l.Bufs[r.Rank]
-		var err error
-		st.Runs(func(k, m uint64) {
-			at := st.At(r, k)
-			if at+m > b.Out || at < r.Off-uint64(st.Col) {
-				err = errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", at, m, b.Out)
-				return
-			}
-			if anyOf(l.final[b.Recv+at : b.Recv+at+m]) {
-				err = errs.New(errs.ErrInternal, "writes output [%d,+%d) after its epilogue", at, m)
-				return
-			}
-			copy(l.Mem[b.Recv+at:], data[k:k+m])
-			fill(l.Written[b.Recv+at:b.Recv+at+m], true)
-		})
-		if err != nil || n != st.Bytes {
-			return cmp.Or(err, errs.New(errs.ErrInternal, "writes %d bytes for a %d-byte step", n, st.Bytes))
-		}
+		return writeOutput(l, 0, st, r, data)
 	case snac.SpaceStage:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
@@ -351,4 +336,55 @@ func tagString(t uint32) string {
 		return "never written"
 	}
 	return fmt.Sprintf("(rank %d, channel call %d)", t&15, int(t>>4)-1)
+}
+
+// writeOutput stores data where Ref r points in the output of buffer buf
+// of Launch l, checking its extent and its epilogue's rows.
+func writeOutput(l *Launch, buf int, st *snac.Step, r snac.Ref, data []byte) error {
+	if buf >= len(l.Bufs) {
+		return errs.New(errs.ErrInternal, "buffer %d of %d", buf, len(l.Bufs))
+	}
+	b := l.Bufs[buf]
+	var err error
+	st.Runs(func(k, m uint64) {
+		at := st.At(r, k)
+		if at+m > b.Out || at < r.Off-uint64(st.Col) {
+			err = errs.New(errs.ErrInternal, "writes [%d,+%d) outside the %d-byte Recv extent", at, m, b.Out)
+			return
+		}
+		if anyOf(l.final[b.Recv+at : b.Recv+at+m]) {
+			err = errs.New(errs.ErrInternal, "writes output [%d,+%d) after its epilogue", at, m)
+			return
+		}
+		copy(l.Mem[b.Recv+at:], data[k:k+m])
+		fill(l.Written[b.Recv+at:b.Recv+at+m], true)
+	})
+	if err != nil || uint64(len(data)) != st.Bytes {
+		return cmp.Or(err, errs.New(errs.ErrInternal, "writes %d bytes for a %d-byte step", len(data), st.Bytes))
+	}
+	return nil
+}
+
+// peerOutput is the Launch whose output a direct push of worker w into
+// rank q's output (snac.SpacePeerRecv) lands in: q's current one, which
+// must be the same call (q's workers of the channel at w's epoch) and a
+// call alone. Anything else is a push into a call that has not begun
+// there, or has ended, the race the direct regime's enter handshake
+// exists to prevent.
+func (s *Sim) peerOutput(w *worker, q int) (*Launch, error) {
+	if q >= len(s.ranks) {
+		return nil, errs.New(errs.ErrInternal, "pushes into the output of rank %d of %d", q, len(s.ranks))
+	}
+	owner := s.ranks[q]
+	if owner.cur != nil {
+		for i, wk := range owner.plan.Workers {
+			if wk.Channel == snac.Collective && owner.workers[i].epoch == w.epoch {
+				if len(owner.cur.Bufs) != 1 {
+					return nil, errs.New(errs.ErrInternal, "pushes into rank %d's output in a Launch of %d buffers", q, len(owner.cur.Bufs))
+				}
+				return owner.cur, nil
+			}
+		}
+	}
+	return nil, errs.New(errs.ErrInternal, "pushes into rank %d's output in channel call %d, which rank %d is not in", q, channelCall(w.epoch), q)
 }

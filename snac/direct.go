@@ -1,0 +1,101 @@
+package snac
+
+import "purlin/spec"
+
+// A collective of copies (AllGather, Broadcast, Scatter and the forms of
+// them whose lengths every rank knows) whose outputs are
+// symmetric (Topology.Direct: every rank's output at one offset of a
+// registered window) skips staging: each producer pushes its part straight
+// into its consumer's output (SpacePeerRecv), and the consumer only waits.
+// No byte crosses a GPU's memory twice, and no consumer spends a processor
+// copying out what it was sent. Each worker w, for its span of every
+// transfer:
+//
+//   - enter: it tells each producer it hears from that this rank has begun
+//     the call (FlagConsumed at the call's epoch, delta 0), then waits for
+//     the same word from each consumer it pushes to. A consumer that has
+//     begun the call has finished every call before it (an Atom runs a
+//     rank's calls in turn), so nothing of its earlier calls reads or
+//     writes the output any more;
+//   - push: it copies its span from Send into each consumer's output;
+//   - notify: it raises FlagReady on each consumer (delta 1), releasing
+//     what it pushed;
+//   - wait: it waits for FlagReady from each producer it hears from.
+//
+// A consumer's call ends once every producer's data is in its output, and
+// a producer's input is read by the producer alone, so the call needs no
+// exit rendezvous. Transfers short enough for packets keep them (one
+// flight, no round trip); the copy engine keeps its own Plans (engine.go).
+//
+// A staged AllReduce keeps its reduce-scatter through staging, and each
+// rank pushes its reduced shard straight into every rank's output instead
+// of into their gather segments (allreduce.go, gathered): nothing is
+// copied out. Which collectives do is Directs'.
+
+// Directs reports whether c's shape can push straight into its outputs
+// where they are symmetric (Topology.Direct), at sizes beyond packets: a
+// collective of copies or an AllReduce, on more than one rank, with no
+// epilogue, its lengths known to every rank, and an output on every rank
+// (each rank decides from where its own output lies: a Gather's other
+// ranks have none to tell them where the root's is). A transpose never
+// is: in place, the slice a producer would push into its consumer's
+// output is one the consumer still has to send, and whether a rank's call
+// is in place is that rank's own.
+func Directs(c *spec.Call) bool {
+	d := c.Coll.Definition()
+	_, known := globalLongest(c)
+	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && d.Out.Shape != spec.Transposed && !d.Out.Rooted
+	return known && c.NRanks > 1 && (copies || allReduces(c.Coll)) && c.Epilogue.Kind == 0
+}
+
+// DirectOn is t.Direct where c's Plan pushes straight into its outputs:
+// c's shape can (Directs) and its transfers neither move as packets nor go
+// to the copy engine, on which every rank decides alike. Elsewhere it is
+// false, so that Plans, and their fingerprints, do not depend on a flag
+// they do not use: ranks that disagree on it only disagree on calls it
+// changes.
+func DirectOn(c *spec.Call, t Topology) bool {
+	if !t.Direct || !Directs(c) {
+		return false
+	}
+	longest, _ := globalLongest(c)
+	if allReduces(c.Coll) {
+		_, shard := shard(longest, Grain(c), c.NRanks, 0)
+		return longest > packetLimit(c, t) && !engineServes(c, t, shard, true)
+	}
+	packets := longest <= packetLimit(c, t) && packable(c)
+	return !packets && !engineServes(c, t, longest, true)
+}
+
+// emitDirect is worker w's part of a direct exchange: enter, push,
+// notify, wait (see above).
+func (b *builder) emitDirect(w int, x *exchange) {
+	var tell, hear [MaxRanks]peerWord
+	for _, in := range x.ins {
+		if b.g.hasPiece(in.length, w) {
+			tell[in.from] = peerWord{true, in.check}
+		}
+	}
+	for _, o := range x.outs {
+		if b.g.hasPiece(o.length, w) {
+			hear[o.to] = peerWord{true, o.check}
+		}
+	}
+	b.handshake(w, &tell, &hear)
+	for _, o := range x.outs {
+		lo, hi := b.g.span(o.length, w)
+		dst := at(SpacePeerRecv, o.dst, lo, o.dstStride)
+		dst.Rank = uint8(o.to)
+		rows(b.copy(w, dst, at(SpaceSend, o.src, lo, o.srcStride), hi-lo, 0, 0), lo, o.srcStride, o.dstStride)
+	}
+	for q, h := range hear {
+		if h.on {
+			b.notify(w, q, b.readySlot(FlagReady, b.me, q, w), 1, h.check)
+		}
+	}
+	for q, t := range tell {
+		if t.on {
+			b.wait(w, b.readySlot(FlagReady, q, b.me, w), 1, t.check)
+		}
+	}
+}

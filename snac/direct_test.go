@@ -1,0 +1,126 @@
+package snac_test
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/snac"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// directLadder is bytes per transfer for testTopo: packets (2 KiB and
+// below) and staged sizes, which a direct Plan pushes in one step a worker
+// whatever its length (a staged Plan here would chunk from 8 KiB and ring
+// from 64 KiB).
+var directLadder = []uint64{24 << 10, 3 << 10, 1 << 10, 24 << 10, 96 << 10, 5 << 10, 700, 40 << 10, 8, 200 << 10}
+
+// TestDirectPlans: where outputs are symmetric (Topology.Direct), a copy
+// collective of staged sizes pushes straight into its consumers' outputs
+// (RegimeDirect: no staging, no packets), an AllReduce pushes its reduced
+// shards into them, and packets keep small sizes.
+// Every rank's calls are queued in one simulator Run, as a stream queues
+// them, and Direct alternates with staged calls of the same and other
+// collectives, so a rank that finishes a call
+// starts the next while its peers are still in the one before: the
+// simulator fails a push into an output whose rank is not in the call.
+// AllToAll and Gather never are (snac.Directs).
+func TestDirectPlans(t *testing.T) {
+	colls := []spec.Collective{spec.AllGather, spec.AllGatherV, spec.Broadcast, spec.Gather, spec.Scatter, spec.AllGatherColumns, spec.AllToAll}
+	ranks, ladder := []int{2, 3, 4, 8}, directLadder
+	if raceEnabled {
+		ranks, ladder = []int{2, 4}, directLadder[:len(directLadder)-1]
+	}
+	for _, n := range ranks {
+		for _, coll := range colls {
+			seed := 2 * uint64(10*n+int(coll)) // even: no copy engine
+			q := newQueue(t, n, seed, testTopo(n))
+			direct, reduced := 0, 0
+			for i, bytes := range ladder {
+				typ := everyType[(i+int(coll)+n)%len(everyType)]
+				// Every third call is not direct, and every fourth is an
+				// AllReduce, whose reduced shards are pushed straight into
+				// the outputs.
+				q.w.topo.Direct = i%3 != 2
+				c := coll
+				if i%4 == 3 {
+					c = spec.AllReduce
+				}
+				calls := ladderCalls(n, c, typ, spectest.OpFor(spec.Op{Kind: spec.Sum}, typ, n), bytes, (i+int(coll))%n)
+				if c.Columns() {
+					for _, call := range calls {
+						call.Rows = 2
+						call.Count = max(2, call.Count/2*2)
+					}
+				}
+				p, err := snac.Build(calls[0], q.w.rankTopo(0))
+				require.NoError(t, err)
+				spaces := map[snac.Space]bool{} // of every rank's Plan: a Broadcast's root alone pushes
+				for r, call := range calls {
+					pr, err := snac.Build(call, q.w.rankTopo(r))
+					require.NoError(t, err)
+					maps.Copy(spaces, spacesOf(pr))
+				}
+				want := q.w.topo.Direct && c != spec.AllToAll && c != spec.Gather && p.Regime != snac.RegimePacket && p.Regime != snac.RegimeEmpty
+				require.Equal(t, want, spaces[snac.SpacePeerRecv], "%s (direct %v): pushes into peers' outputs", calls[0], q.w.topo.Direct)
+				if want {
+					if c == coll {
+						direct++
+					} else {
+						reduced++
+					}
+					if c != spec.AllReduce {
+						require.Equal(t, snac.RegimeDirect, p.Regime, "%s", calls[0])
+						require.False(t, spaces[snac.SpaceStage] || spaces[snac.SpacePacket], "%s: a direct Plan through staging", calls[0])
+					}
+				}
+				q.add(calls, inPlaceExists(c) && c != spec.AllGatherColumns && i%2 == 1)
+			}
+			q.run("n=%d %s, seed %d", n, coll, seed)
+			require.Equal(t, coll != spec.AllToAll && coll != spec.Gather, direct > 0, "n=%d %s: %d direct Plans (a transpose or a Gather never is: Directs)", n, coll, direct)
+			require.Positive(t, reduced, "n=%d: no AllReduce pushed into the outputs", n)
+		}
+	}
+}
+
+// TestDirectDisagreementFails: a rank that takes its output for symmetric
+// while its peers do not disagrees with them on the call, which fails on
+// some rank (its fingerprint differs) instead of writing anything wrong.
+func TestDirectDisagreementFails(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		w := newWorld(t, n, uint64(n)*2)
+		w.alter = func(r int, t *snac.Topology) { t.Direct = r == 1 }
+		calls := ladderCalls(n, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, 24<<10, 0)
+		require.Error(t, runMismatched(w, calls), "n=%d", n)
+	}
+}
+
+// TestDirectPlansDoNotMerge: a direct Plan addresses the one call's
+// outputs on its peers, so it runs alone.
+func TestDirectPlansDoNotMerge(t *testing.T) {
+	topo := testTopo(2)
+	topo.Direct = true
+	calls := ladderCalls(2, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, 24<<10, 0)
+	p, err := snac.Build(calls[0], topo)
+	require.NoError(t, err)
+	require.Equal(t, snac.RegimeDirect, p.Regime)
+	_, err = snac.Merge(p, p)
+	require.ErrorContains(t, err, "direct")
+}
+
+// spacesOf is the spaces p's Refs name.
+func spacesOf(p *snac.Plan) map[snac.Space]bool {
+	m := map[snac.Space]bool{}
+	for _, st := range p.Steps {
+		if st.Verb != snac.Copy && st.Verb != snac.Reduce {
+			continue
+		}
+		m[st.Dst.Space] = true
+		for _, r := range st.Src[:max(1, int(st.NSrc))] {
+			m[r.Space] = true
+		}
+	}
+	return m
+}
