@@ -35,6 +35,10 @@ const MaxBuffers = 16
 type Buffers struct {
 	Send, Recv                      uintptr
 	Residual, Weight, Quant, Scales uintptr
+	// PeerRecv is, for a direct Plan (snac.SpacePeerRecv, run alone), every
+	// rank's output of the call as this rank addresses it, Recv on each
+	// rank of a window they all registered; 0 elsewhere.
+	PeerRecv [snac.MaxRanks]uintptr
 }
 
 // Rank is one rank's datapath, bound to its symmetric memory.

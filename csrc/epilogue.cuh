@@ -361,7 +361,7 @@ __device__ __forceinline__ void epilogueRows(uint32_t kind, uint32_t hidden, flo
   }
 }
 
-/** EpilogueBuffers is a Launch's buffers from recv on, in its layout:
+/** EpilogueBuffers is a Launch's buffers from recv to scales, in its layout:
  * what an Epilogue step addresses, which a block reads once into shared
  * memory (run.cu runEpilogues) rather than field by field from the
  * parameters. */
@@ -369,8 +369,8 @@ struct EpilogueBuffers {
   uint64_t recv[kMaxBuffers], residual[kMaxBuffers], weight[kMaxBuffers], quant[kMaxBuffers], scales[kMaxBuffers];
 };
 static_assert(offsetof(Launch, scales) - offsetof(Launch, recv) == offsetof(EpilogueBuffers, scales) &&
-                  sizeof(Launch) - offsetof(Launch, recv) == sizeof(EpilogueBuffers),
-              "EpilogueBuffers is Launch's tail");
+                  offsetof(Launch, peerRecv) - offsetof(Launch, recv) == sizeof(EpilogueBuffers),
+              "EpilogueBuffers is Launch's recv to scales");
 
 /** epilogueWhole: rows of `hidden` elements of type T at r are whole
  * vectors in the output, the residual and the weight (each row starts

@@ -35,7 +35,7 @@ constexpr uint64_t kImageHeader = 16;
 /** Flag kinds, as snac.FlagSlot lays out slots (snac.FlagReady ...). */
 enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kNumFlagKinds = 6 };
 enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4, kEpilogue = 5, kRepeat = 6 };
-enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3 };
+enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3, kSpacePeerRecv = 4, kNumSpaces = 5 };
 
 /** A byte address: base(space, rank) + off + (epoch & 1) * half. With pitch
  * set (caller buffers only) the step's bytes lie in rows of Step.row bytes,
@@ -107,6 +107,9 @@ struct Launch {
   uint64_t weight[kMaxBuffers];
   uint64_t quant[kMaxBuffers];
   uint64_t scales[kMaxBuffers];
+  // A direct Plan's (snac direct.go): every rank's output of the launch's
+  // one call, as this rank addresses it (kSpacePeerRecv; 0 elsewhere).
+  uint64_t peerRecv[kMaxRanks];
 };
 
 /* ---------- layout, checked here and by atom/cuda/layout_test.go ---------- */
@@ -144,7 +147,7 @@ PURLIN_OFFSET(Worker, engine, Engine, 12);
 PURLIN_OFFSET(Worker, loops, Loops, 13);
 
 PURLIN_SIZE(Peers, 192);
-PURLIN_SIZE(Launch, 1048);
+PURLIN_SIZE(Launch, 1112);
 PURLIN_OFFSET(Launch, steps, Steps, 0);
 PURLIN_OFFSET(Launch, workers, Workers, 8);
 PURLIN_OFFSET(Launch, fill, Fill, 16);
@@ -165,5 +168,6 @@ PURLIN_OFFSET(Launch, residual, Residual, 536);
 PURLIN_OFFSET(Launch, weight, Weight, 664);
 PURLIN_OFFSET(Launch, quant, Quant, 792);
 PURLIN_OFFSET(Launch, scales, Scales, 920);
+PURLIN_OFFSET(Launch, peerRecv, PeerRecv, 1048);
 
 }  // namespace purlin

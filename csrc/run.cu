@@ -83,24 +83,26 @@ struct Decoded {
  * rank's flags, copied out of the Launch once per block: an indexed read of
  * the Launch is slow. */
 struct Bases {
-  uint64_t at[4][kMaxBuffers];  // [space][rank]; 0 where nothing is
+  uint64_t at[kNumSpaces][kMaxBuffers];  // [space][rank]; 0 where nothing is
   uint64_t flags[kMaxRanks];
   uint32_t self;                // this rank
 };
 
-/** fillBases: threads [0, 4*kMaxBuffers) copy one base each, the next
- * kMaxRanks one rank's flags. */
+/** fillBases: threads [0, kNumSpaces*kMaxBuffers) copy one base each, the
+ * next kMaxRanks one rank's flags. */
 __device__ __forceinline__ void fillBases(Bases& b, const Launch& L) {
+  constexpr uint32_t kBases = kNumSpaces * kMaxBuffers;
   const uint32_t t = threadIdx.x, space = t / kMaxBuffers, rank = t % kMaxBuffers;
   if (t == 0) b.self = (uint32_t)L.rank;
-  if (t >= 4 * kMaxBuffers && t < 4 * kMaxBuffers + kMaxRanks) b.flags[t - 4 * kMaxBuffers] = L.peers.flags[t - 4 * kMaxBuffers];
-  if (t >= 4 * kMaxBuffers) return;
+  if (t >= kBases && t < kBases + kMaxRanks) b.flags[t - kBases] = L.peers.flags[t - kBases];
+  if (t >= kBases) return;
   uint64_t base = 0;
   switch (space) {
     case kSpaceSend: base = L.send[rank]; break;
     case kSpaceRecv: base = L.recv[rank]; break;
     case kSpaceStage: base = rank < kMaxRanks ? L.peers.stage[rank] : 0; break;
     case kSpacePacket: base = rank < kMaxRanks ? L.peers.packet[rank] : 0; break;
+    case kSpacePeerRecv: base = rank < kMaxRanks ? L.peerRecv[rank] : 0; break;
   }
   b.at[space][rank] = base;
 }
@@ -108,7 +110,7 @@ __device__ __forceinline__ void fillBases(Bases& b, const Launch& L) {
 /** resolve writes base(space, rank) + off + parity*half for both parities
  * into at[0], at[1] (at[1] is `stride` words after at[0]); false for a bad Ref. */
 __device__ __forceinline__ bool resolve(const Bases& b, const Ref& r, uint64_t* at, int stride) {
-  const uint64_t base = r.space < 4 && r.rank < kMaxBuffers ? b.at[r.space][r.rank] : 0;
+  const uint64_t base = r.space < kNumSpaces && r.rank < kMaxBuffers ? b.at[r.space][r.rank] : 0;
   at[0] = base + r.off;
   at[stride] = base + r.off + r.half;
   return base != 0;
@@ -162,6 +164,12 @@ __shared__ Loop blockLoop;
  * started (countEnded); else it does so at its end. */
 __shared__ bool blockCounted;
 
+/** callerSpace: a space of the caller's buffers (snac Space.caller), which a
+ * loop's repetitions move on. */
+__device__ __forceinline__ bool callerSpace(uint8_t space) {
+  return space == kSpaceSend || space == kSpaceRecv || space == kSpacePeerRecv;
+}
+
 /** shiftBatch: lane k of warp 0 moves step k of a decoded batch, step
  * first+k of the worker, to repetition blockLoop.rep of the loop, where
  * it lies in its body: its flag's delta (in the batch) or its addresses
@@ -179,10 +187,10 @@ __device__ __noinline__ void shiftBatch(Decoded* dec, Step* batch, uint32_t held
   }
   if (s.verb != kCopy && s.verb != kReduce) return;
   const uint64_t shift = (uint64_t)loop.rep * loop.shift;
-  if (s.dst.space <= kSpaceRecv) d.dst[0] += shift, d.dst[1] += shift;
+  if (callerSpace(s.dst.space)) d.dst[0] += shift, d.dst[1] += shift;
   const int n = s.verb == kCopy ? 1 : s.nsrc;
   for (int j = 0; j < n && j < kMaxSrc; j++)
-    if (s.src[j].space <= kSpaceRecv) d.src[0][j] += shift, d.src[1][j] += shift;
+    if (callerSpace(s.src[j].space)) d.src[0][j] += shift, d.src[1][j] += shift;
 }
 
 /** reducePackets runs a Reduce with reducer R of which some Ref is in packet

@@ -59,7 +59,7 @@ func TestEnumsMatchKernels(t *testing.T) {
 		},
 		"Space": {
 			"kSpaceSend": int64(snac.SpaceSend), "kSpaceRecv": int64(snac.SpaceRecv), "kSpaceStage": int64(snac.SpaceStage),
-			"kSpacePacket": int64(snac.SpacePacket),
+			"kSpacePacket": int64(snac.SpacePacket), "kSpacePeerRecv": int64(snac.SpacePeerRecv), "kNumSpaces": int64(snac.NumSpaces),
 		},
 		"EpilogueKind": {
 			"kEpilogueResidualAdd": int64(spec.EpilogueResidualAdd), "kEpilogueRMSNorm": int64(spec.EpilogueRMSNorm),

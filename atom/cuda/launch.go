@@ -41,6 +41,8 @@ type launchArgs struct {
 	Recv      [MaxBuffers]uint64
 	// An AllReduce epilogue's buffers beside each output (atom.Buffers).
 	Residual, Weight, Quant, Scales [MaxBuffers]uint64
+	// A direct Plan's: every rank's output of the one call (atom.Buffers).
+	PeerRecv [snac.MaxRanks]uint64
 }
 
 // pdlUsable reports whether the current context's launches may be

@@ -242,6 +242,11 @@ func (r *Rank) fillArgs(args *launchArgs, plan *snac.Plan, d *devicePlan, bufs [
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
 		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
 	}
+	if len(bufs) == 1 {
+		for q, p := range bufs[0].PeerRecv {
+			args.PeerRecv[q] = uint64(p)
+		}
+	}
 }
 
 // epilogueBuffers checks that bufs holds every buffer d's Epilogue steps

@@ -16,9 +16,8 @@ import (
 // device. Ranks of this process are reached through their own pointers (the
 // allocation gets access for this device); ranks of other processes through
 // their cuMem allocation, exported as a POSIX fd, imported and mapped here,
-// until Close. Nothing in the datapath reads windows yet: they are the
-// groundwork for a later zero-copy path that will address peers' user
-// buffers through Peers instead of staging.
+// until Close. A direct Plan (snac.SpacePeerRecv) pushes into peers'
+// outputs through Peers.
 type UserWindow struct {
 	ctx     cuContext
 	copies  cuStream  // the Rank's (Write)
@@ -30,8 +29,9 @@ type UserWindow struct {
 // Peers returns every rank's buffer as this rank's device addresses it.
 func (w *UserWindow) Peers() []uintptr { return append([]uintptr(nil), w.peers...) }
 
-// Close unmaps the other processes' allocations. It is local: peers' own
-// memory is untouched.
+// Close unmaps the other processes' allocations, once the device has
+// finished the work that may still write through them (a direct call's
+// pushes into peers' outputs). It is local: peers' own memory is untouched.
 func (w *UserWindow) Close() error {
 	imports := w.imports
 	w.imports = nil
@@ -39,6 +39,7 @@ func (w *UserWindow) Close() error {
 		return nil
 	}
 	return inContext(w.ctx, func() error {
+		driver.CtxSynchronize() // its error is the work's, reported on the streams
 		for _, m := range imports {
 			m.free()
 		}

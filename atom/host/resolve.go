@@ -8,7 +8,7 @@ import (
 )
 
 // plain resolves n bytes from byte k of step s in a Ref in a plain space
-// (SpaceSend, SpaceRecv, SpaceStage): base + s.At(ref, k) + parity*Half,
+// (SpaceSend, SpaceRecv, SpacePeerRecv, SpaceStage): base + s.At(ref, k) + parity*Half,
 // contiguous for n bytes (pieces cuts the step so).
 func (x *worker) plain(s *snac.Step, ref snac.Ref, k, n uint64) ([]byte, error) {
 	start := s.At(ref, k) + x.parity()*ref.Half
@@ -23,6 +23,15 @@ func (x *worker) plain(s *snac.Step, ref snac.Ref, k, n uint64) ([]byte, error) 
 		}
 		if base == 0 && n > 0 {
 			return nil, errs.New(errs.ErrInternal, "%v buffer %d is null", spaceName(ref.Space), ref.Rank)
+		}
+		return bytesAt(base+uintptr(start), n), nil
+	case snac.SpacePeerRecv:
+		var base uintptr
+		if len(x.bufs) == 1 && int(ref.Rank) < len(x.bufs[0].PeerRecv) {
+			base = x.bufs[0].PeerRecv[ref.Rank]
+		}
+		if base == 0 && n > 0 {
+			return nil, errs.New(errs.ErrInternal, "output of rank %d: not reachable in a Launch of %d buffers (a direct Plan needs the peers' outputs)", ref.Rank, len(x.bufs))
 		}
 		return bytesAt(base+uintptr(start), n), nil
 	case snac.SpaceStage:
@@ -112,6 +121,8 @@ func spaceName(s snac.Space) string {
 		return "stage"
 	case snac.SpacePacket:
 		return "packet"
+	case snac.SpacePeerRecv:
+		return "peer recv"
 	}
 	return "space?"
 }

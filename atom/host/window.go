@@ -18,20 +18,26 @@ import (
 // registered buffer as an address in this process. Ranks of this process
 // are reached through their own pointers; ranks of other processes through
 // a MAP_SHARED mapping of their buffer's memfd (see AllocShared), kept
-// until Close. Nothing in the datapath reads windows yet: they are the
-// groundwork for a later zero-copy path, which will address peers' user
-// buffers through Peers instead of staging.
+// until Close. A direct Plan (snac.SpacePeerRecv) pushes into peers'
+// outputs through Peers.
 type UserWindow struct {
 	peers []uintptr // by rank; immutable
 	maps  [][]byte  // mappings of other processes' memory, unmapped by Close
+	// drain waits for the rank's launched work, which may still push
+	// through the mappings (a direct Plan), before Close unmaps them.
+	drain func() error
 }
 
 // Peers returns every rank's buffer as this process addresses it, by rank.
 func (w *UserWindow) Peers() []uintptr { return append([]uintptr(nil), w.peers...) }
 
-// Close unmaps the other processes' buffers. It is local: peers' own
-// memory is untouched.
+// Close unmaps the other processes' buffers, once the rank's work that may
+// still write through them is done. It is local: peers' own memory is
+// untouched.
 func (w *UserWindow) Close() error {
+	if len(w.maps) > 0 && w.drain != nil {
+		w.drain() // its error is the work's, reported by the rank
+	}
 	var all error
 	for _, m := range w.maps {
 		if err := unix.Munmap(m); err != nil {
@@ -53,6 +59,7 @@ func (r *Rank) MapWindow(ex atom.Exchange, ptr uintptr, size uint64) (atom.Windo
 	if err != nil {
 		return nil, err
 	}
+	w.drain = r.Synchronize
 	return w, nil
 }
 

@@ -1,0 +1,127 @@
+package cuda
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom"
+	"purlin/snac"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// TestGPUDirect queues, on 2 ranks (on 2 GPUs, or both on one), calls
+// whose outputs lie at one offset of a window every rank mapped
+// (MapWindow, as comm registers NCCL_WIN_COLL_SYMMETRIC windows): the
+// collectives of copies push straight into the peers' outputs through
+// the window (snac direct.go, SpacePeerRecv), and an AllReduce its
+// reduced shards, between staged calls, without waiting between calls, so a rank runs into its next
+// call while its peer is still in the one before. Every output is checked.
+func TestGPUDirect(t *testing.T) {
+	needGPUs(t, 1)
+	const n, window = 2, 64 << 20
+	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), gpuTopology, inTurn())
+	bufs, peers := make([]uintptr, n), make([][]uintptr, n)
+	for r, g := range ranks {
+		p, err := g.MemAlloc(window)
+		require.NoError(t, err)
+		t.Cleanup(func() { MemFree(p) })
+		bufs[r] = p
+	}
+	ex := newExchanges(n)
+	views := make([]atom.Window, n)
+	errList := make([]error, n)
+	var wg sync.WaitGroup
+	for r, g := range ranks {
+		wg.Go(func() { views[r], errList[r] = g.MapWindow(ex[r], bufs[r], window) })
+	}
+	wg.Wait()
+	for r := range n {
+		require.NoError(t, errList[r], "rank %d", r)
+		t.Cleanup(func() { views[r].Close() })
+		peers[r] = views[r].Peers()
+	}
+
+	rng := rand.New(rand.NewPCG(5, 31))
+	type queued struct {
+		calls []*spec.Call
+		want  []spectest.Output
+	}
+	var all []queued
+	at, directs, i := uintptr(0), 0, 0
+	for _, perRank := range []uint64{1 << 20, 24 << 10, 3 << 20, 100 << 10, 4 << 20} {
+		for _, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.AllReduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.AllToAll} {
+			typ := everyGPUType[i%len(everyGPUType)]
+			direct := i%3 != 1 // some calls in the window stage
+			i++
+			calls := make([]*spec.Call, n)
+			for r := range calls {
+				calls[r] = typedCall(coll, typ, spectest.OpFor(spec.Op{Kind: spec.Sum}, typ, n), n, r, perRank)
+			}
+			inputs := spectest.Inputs(rng, calls)
+			q := queued{calls: calls, want: spectest.Expected(calls, inputs)}
+			var most uint64
+			for _, c := range calls {
+				_, out := c.Extents()
+				most = max(most, out)
+			}
+			require.LessOrEqual(t, uint64(at)+most, uint64(window))
+			for r, c := range calls {
+				in, _ := c.Extents()
+				send := ranks[r].alloc(t, int(in))
+				ranks[r].upload(t, send, inputs[r])
+				c.Send, c.Recv = uintptr(send), bufs[r]+at
+				fill := make([]byte, most)
+				for k := range fill {
+					fill[k] = 0xA5
+				}
+				ranks[r].upload(t, devicePtr(c.Recv), fill)
+			}
+			// One thread issues every rank's call, as purlin-perf does.
+			for r, g := range ranks {
+				c := calls[r]
+				topo := g.topo
+				topo.Direct = direct
+				plan, err := snac.Build(c, topo)
+				require.NoError(t, err, "%s", c)
+				b := atom.Buffers{Send: c.Send, Recv: c.Recv}
+				for p := range n {
+					b.PeerRecv[p] = peers[r][p] + at
+				}
+				if pushes(plan) {
+					directs++
+				}
+				require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
+			}
+			at += uintptr(most+4095) &^ 4095
+			all = append(all, q)
+		}
+	}
+	require.Positive(t, directs)
+	for r, g := range ranks {
+		g.sync(t)
+		require.NoError(t, g.AsyncError(), "rank %d", r)
+	}
+	for k, q := range all {
+		for r, c := range q.calls {
+			_, out := c.Extents()
+			got := ranks[r].download(t, devicePtr(c.Recv), int(out))
+			require.NoError(t, spectest.Compare(c.Type, got, q.want[r]), "call %d rank %d of %s", k, r, fmt.Sprint(c))
+		}
+	}
+}
+
+// pushes reports whether p writes into a peer's output (snac.SpacePeerRecv).
+func pushes(p *snac.Plan) bool {
+	for _, st := range p.Steps {
+		if (st.Verb == snac.Copy || st.Verb == snac.Reduce) && st.Dst.Space == snac.SpacePeerRecv {
+			return true
+		}
+	}
+	return false
+}
