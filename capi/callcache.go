@@ -5,6 +5,8 @@ package main
 #cgo nocallback purlinCallCommit
 #cgo noescape purlinCallRecord
 #cgo nocallback purlinCallRecord
+#cgo noescape purlinCallWindows
+#cgo nocallback purlinCallWindows
 #include "callcache.h"
 */
 import "C"
@@ -34,8 +36,13 @@ func remember(c *comm.Comm, keys []C.purlinCallKey, calls []spec.Call) bool {
 	if !config.Get().CallCache {
 		return false
 	}
+	for i := range calls {
+		if c.DirectCall(&calls[i]) {
+			return false // Go pushes it into the outputs (comm direct.go): no record
+		}
+	}
 	var size C.int
-	rec := C.purlinCallRecord(&keys[0], C.int(len(keys)), &size)
+	rec := C.purlinCallRecord(&keys[0], C.int(len(keys)), &size) // held until purlinCallCommit
 	if rec == nil {
 		return false
 	}
@@ -47,10 +54,21 @@ func remember(c *comm.Comm, keys []C.purlinCallKey, calls []spec.Call) bool {
 		in, out := call.Extents()
 		off, form := call.InPlaceOffset()
 		facts[i] = C.purlinCallFacts{in: C.uint64_t(in), out: C.uint64_t(out), align: C.uint64_t(call.Type.Size()),
-			inPlaceOff: C.uint64_t(off), inPlaceForm: C.int32_t(b2i(form)), inPlace: C.int32_t(b2i(call.InPlace()))}
+			inPlaceOff: C.uint64_t(off), inPlaceForm: C.int32_t(b2i(form)), inPlace: C.int32_t(b2i(call.InPlace())),
+			directs: C.int32_t(b2i(c.Directs(call)))}
 	}
 	n, issue = c.Replay(calls, uintptr(keys[0].stream), rec, int(size))
 	return n > 0 && issue != 0
+}
+
+func init() {
+	comm.SymmetricWindowsHook = func(handle uintptr, ranges []uint64) {
+		var first *C.uint64_t
+		if len(ranges) > 0 {
+			first = (*C.uint64_t)(&ranges[0])
+		}
+		C.purlinCallWindows(C.uintptr_t(handle), first, C.int(len(ranges)/2))
+	}
 }
 
 func b2i(b bool) C.int {

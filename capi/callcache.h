@@ -49,6 +49,11 @@ enum { purlinCallOps = 16, purlinCallWays = 8 };
 typedef struct {
   uint64_t in, out, align, inPlaceOff;
   int32_t inPlaceForm, inPlace;
+  /* directs: the call pushes straight into outputs in a symmetric window
+   * (comm's Directs: its shape and size), which Go alone launches: its record
+   * serves a call only where the output lies in none of the
+   * communicator's symmetric windows (purlinCallWindows). */
+  int32_t directs;
 } purlinCallFacts;
 
 /* purlinCall issues an NCCL-shaped collective: from its record, held in the
@@ -69,6 +74,11 @@ __attribute__((visibility("hidden"))) purlinResult_t purlinCallFlush(void);
  * atom.Replayer); bytes == 0 leaves it empty. */
 __attribute__((visibility("hidden"))) void *purlinCallRecord(const purlinCallKey *keys, int n, int *size);
 __attribute__((visibility("hidden"))) void purlinCallCommit(void *rec, const purlinCallFacts *facts, int bytes, uintptr_t issue);
+
+/* purlinCallWindows tells the cache the symmetric windows communicator comm
+ * has now on this rank: n byte ranges, ranges[2i] to ranges[2i+1] (Go's
+ * comm, as they change). */
+__attribute__((visibility("hidden"))) void purlinCallWindows(uintptr_t comm, const uint64_t *ranges, int n);
 
 /* purlinCallForget drops every record of communicator comm; the entries
  * that end or finalize a communicator call it before Go sees them. */

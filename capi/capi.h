@@ -30,6 +30,7 @@ typedef struct {
   void (*forkUntrack)(int fd);
   void *(*callRecord)(const purlinCallKey *keys, int n, int *size);
   void (*callCommit)(void *rec, const purlinCallFacts *facts, int bytes, uintptr_t issue);
+  void (*callWindows)(uintptr_t comm, const uint64_t *ranges, int n);
 } purlinShimCalls;
 __attribute__((visibility("default"))) void purlinCoreBind(const purlinShimCalls *calls);
 

@@ -24,3 +24,7 @@ void *purlinCallRecord(const purlinCallKey *keys, int n, int *size) {
 void purlinCallCommit(void *rec, const purlinCallFacts *facts, int bytes, uintptr_t issue) {
   if (shim.callCommit) shim.callCommit(rec, facts, bytes, issue);
 }
+
+void purlinCallWindows(uintptr_t comm, const uint64_t *ranges, int n) {
+  if (shim.callWindows) shim.callWindows(comm, ranges, n);
+}

@@ -187,9 +187,9 @@ func TestMergedPlanIsStable(t *testing.T) {
 	send := spec.Call{Coll: spec.SendRecv, Send: 64, Recv: 64, Count: 16, Type: spec.Float32, Rank: 0, NRanks: 2, Peer: 1, IsSend: true}
 	recv := send
 	recv.IsSend = false
-	a, err := p.get(&send)
+	a, err := p.get(&send, false)
 	require.NoError(t, err)
-	b, err := p.get(&recv)
+	b, err := p.get(&recv, false)
 	require.NoError(t, err)
 	m1, err := p.merge([]*snac.Plan{a, b})
 	require.NoError(t, err)
@@ -202,7 +202,7 @@ func TestMergedPlanIsStable(t *testing.T) {
 	for i := 0; i < 2*mergeCacheMax; i++ { // the cache stays bounded
 		c := send
 		c.Count = uint64(17 + i)
-		x, err := p.get(&c)
+		x, err := p.get(&c, false)
 		require.NoError(t, err)
 		_, err = p.merge([]*snac.Plan{x, b})
 		require.NoError(t, err)
@@ -245,7 +245,7 @@ func TestPlansFollowTheRanksTopology(t *testing.T) {
 	for r, c := range comms {
 		require.Equal(t, 1, c.plans.topo.Workers, "rank %d", r)
 		plan, err := c.plans.get(&spec.Call{Coll: spec.AllReduce, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum},
-			Count: 1 << 20, Rank: r, NRanks: 2, Send: 1 << 20, Recv: 1 << 30})
+			Count: 1 << 20, Rank: r, NRanks: 2, Send: 1 << 20, Recv: 1 << 30}, false)
 		require.NoError(t, err)
 		require.Len(t, plan.Workers, 1, "rank %d", r)
 	}

@@ -93,13 +93,12 @@ func (c *Comm) launch(call *spec.Call, stream uintptr) error {
 	if s, ok := c.dp.(*spanning); ok {
 		return s.run(call, stream)
 	}
-	plan, err := c.plans.get(call)
-	if err != nil {
-		return err
-	}
 	bufs := bufsPool.Get().(*[1]atom.Buffers)
 	bufs[0] = buffersOf(call)
-	err = c.dp.Launch(plan, bufs[:], stream)
+	plan, err := c.plans.get(call, c.directOf(call, &bufs[0]))
+	if err == nil {
+		err = c.dp.Launch(plan, bufs[:], stream)
+	}
 	bufsPool.Put(bufs)
 	return err
 }
@@ -128,7 +127,7 @@ func (c *Comm) Replay(calls []spec.Call, stream uintptr, rec unsafe.Pointer, siz
 			return 0, 0
 		}
 		var err error
-		if plans[i], err = c.plans.get(call); err != nil {
+		if plans[i], err = c.plans.get(call, false); err != nil {
 			return 0, 0
 		}
 	}
@@ -176,7 +175,7 @@ func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) error {
 	}
 	g.plans, g.bufs = g.plans[:0], g.bufs[:0]
 	for i := range ops {
-		p, err := c.plans.get(&ops[i].call)
+		p, err := c.plans.get(&ops[i].call, false)
 		if err != nil {
 			return err
 		}

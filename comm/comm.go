@@ -1,6 +1,7 @@
 package comm
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,11 @@ type Comm struct {
 	redops   redOpTable
 	lastErr  atomic.Pointer[string]
 	shrinks  atomic.Uint64 // Shrink calls so far (names each shrink's mailbox message)
+
+	// direct lists this rank's live symmetric windows for the launch path
+	// (direct.go); directMu orders its writers.
+	direct   atomic.Pointer[[]directWindow]
+	directMu sync.Mutex
 }
 
 func newComm(cfg Config, rank, nranks, device int) (*Comm, error) {

@@ -17,8 +17,9 @@ const (
 // planner gives a communicator the Plan of a call: from its cache when the
 // shape was seen, else built by SNAC for its topology.
 type planner struct {
-	topo  snac.Topology
-	cache *snac.Cache
+	topo   snac.Topology
+	direct snac.Topology // topo with Direct set
+	cache  *snac.Cache
 
 	mu     sync.Mutex
 	merged map[mergeKey]*snac.Plan // guarded by mu
@@ -64,9 +65,19 @@ func (p *planner) merge(plans []*snac.Plan) (*snac.Plan, error) {
 }
 
 func newPlanner(topo snac.Topology) *planner {
-	return &planner{topo: topo, cache: snac.NewCache(planCacheSize, planCacheBytes)}
+	direct := topo
+	direct.Direct = true
+	return &planner{topo: topo, direct: direct, cache: snac.NewCache(planCacheSize, planCacheBytes)}
 }
 
-func (p *planner) get(call *spec.Call) (*snac.Plan, error) {
+// get returns call's Plan; direct: its output is symmetric (direct.go).
+func (p *planner) get(call *spec.Call, direct bool) (*snac.Plan, error) {
+	if direct {
+		return p.cache.Plan(call, p.direct)
+	}
 	return p.cache.Plan(call, p.topo)
 }
+
+// pushes reports whether call's Plan pushes straight into its outputs
+// where they are symmetric (snac.DirectOn).
+func (p *planner) pushes(call *spec.Call) bool { return snac.DirectOn(call, p.direct) }

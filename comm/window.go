@@ -20,9 +20,9 @@ import (
 // until WindowDeregister or the communicator's Destroy, both local: each
 // rank unmaps its own view without waiting for the others, as in NCCL.
 //
-// Nothing in the datapath uses windows yet: collectives still stage
-// through the Atom's symmetric memory. A later zero-copy path will read
-// and write peers' registered buffers through WindowPeers.
+// Windows registered with WindowCollSymmetric carry collectives of copies
+// whose output lies in them straight into every rank's output (direct.go);
+// other calls stage through the Atom's symmetric memory.
 //
 // Groups: inside a group (of the calling OS thread), WindowRegister
 // returns the handle at once and the registration runs at the outermost
@@ -200,6 +200,9 @@ func (w *window) release() error {
 	w.mu.Lock()
 	view := w.view
 	w.view = nil
+	if view != nil {
+		w.c.dropDirect(w)
+	}
 	w.mu.Unlock()
 	if view == nil {
 		return nil
@@ -221,6 +224,7 @@ func (w *window) finish(view atom.Window, err error) error {
 		windows.Unlock()
 		if live {
 			w.view = view
+			w.c.addDirect(w, view)
 		}
 	}
 	w.mu.Unlock()

@@ -92,6 +92,67 @@ static int fits(const purlinCallFacts *f, uint64_t send, uint64_t recv) {
   return disjoint || inPlace;
 }
 
+/* The symmetric windows of every communicator, as Go's comm lists them
+ * (purlinCallWindows): a call whose collective directs (its facts) and
+ * whose output lies in one of its communicator's goes to Go, which pushes
+ * it straight into the outputs. Writers take windowLock; readers check
+ * windowSeq around their look (odd while written) and, where it moved,
+ * take the call for one in a window: Go serves either. Past kWindows
+ * windows in all, every such call is taken for one. */
+enum { kWindows = 64 };
+static struct {
+  uintptr_t comm;
+  uint64_t base, end;
+} windowTable[kWindows];
+static int windowCount, windowOverflow;
+static uint64_t windowSeq;
+static pthread_mutex_t windowLock = PTHREAD_MUTEX_INITIALIZER;
+
+/* setWindow writes entry i of the table (under windowLock; readers may
+ * look meanwhile, and windowSeq tells them). */
+static void setWindow(int i, uintptr_t comm, uint64_t base, uint64_t end) {
+  __atomic_store_n(&windowTable[i].comm, comm, __ATOMIC_RELAXED);
+  __atomic_store_n(&windowTable[i].base, base, __ATOMIC_RELAXED);
+  __atomic_store_n(&windowTable[i].end, end, __ATOMIC_RELAXED);
+}
+
+void purlinCallWindows(uintptr_t comm, const uint64_t *ranges, int n) {
+  pthread_mutex_lock(&windowLock);
+  __atomic_fetch_add(&windowSeq, 1, __ATOMIC_ACQ_REL);
+  int k = 0;
+  for (int i = 0; i < windowCount; i++) {
+    if (windowTable[i].comm != comm) setWindow(k++, windowTable[i].comm, windowTable[i].base, windowTable[i].end);
+  }
+  for (int i = 0; i < n; i++) {
+    if (k == kWindows) {
+      __atomic_store_n(&windowOverflow, 1, __ATOMIC_RELAXED);
+      break;
+    }
+    setWindow(k++, comm, ranges[2 * i], ranges[2 * i + 1]);
+  }
+  __atomic_store_n(&windowCount, k, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&windowSeq, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&windowLock);
+}
+
+/* inWindow reports whether [recv, recv+out) may lie in one of comm's
+ * symmetric windows. */
+static int inWindow(uintptr_t comm, uint64_t recv, uint64_t out) {
+  uint64_t seq = __atomic_load_n(&windowSeq, __ATOMIC_ACQUIRE);
+  int n = __atomic_load_n(&windowCount, __ATOMIC_RELAXED);
+  if (seq == 0 && n == 0) return 0; /* no window was ever registered: the common case */
+  if ((seq & 1) || __atomic_load_n(&windowOverflow, __ATOMIC_RELAXED)) return 1;
+  int in = 0;
+  for (int i = 0; i < n && i < kWindows && !in; i++) {
+    uintptr_t c = __atomic_load_n(&windowTable[i].comm, __ATOMIC_RELAXED);
+    uint64_t base = __atomic_load_n(&windowTable[i].base, __ATOMIC_RELAXED);
+    uint64_t end = __atomic_load_n(&windowTable[i].end, __ATOMIC_RELAXED);
+    in = c == comm && recv >= base && recv < end && out <= end - recv;
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return in || __atomic_load_n(&windowSeq, __ATOMIC_RELAXED) != seq;
+}
+
 /* sameKeys reports whether e's first n calls have the keys keys. */
 static int sameKeys(const entry *e, const purlinCallKey *keys, int n) {
   for (int i = 0; i < n; i++) {
@@ -106,6 +167,7 @@ static int matches(const entry *e, const purlinCallKey *keys, const uint64_t *bu
   if (e->n <= 0 || e->n > kRecordBytes || (prefix ? e->calls < n : e->calls != n) || !sameKeys(e, keys, n)) return 0;
   for (int i = 0; i < n; i++) {
     if (!fits(&e->facts[i], bufs[2 * i], bufs[2 * i + 1])) return 0;
+    if (e->facts[i].directs && inWindow(keys[i].comm, bufs[2 * i + 1], e->facts[i].out)) return 0;
   }
   return 1;
 }

@@ -51,7 +51,8 @@ static void load(void) {
     snprintf(failure, sizeof failure, "purlin: %s has no %s: it is not this library's core", corePath, missing);
     return;
   }
-  static const purlinShimCalls calls = {purlinForkTrack, purlinForkUntrack, purlinCallRecord, purlinCallCommit};
+  static const purlinShimCalls calls = {purlinForkTrack, purlinForkUntrack, purlinCallRecord, purlinCallCommit,
+                                                purlinCallWindows};
   bind(&calls);
   __atomic_store_n(&purlinCoreLoaded, 1, __ATOMIC_RELEASE);
 }

@@ -4,7 +4,11 @@
 // rank uses, its workers on the copy engine (PURLIN_COPY_ENGINE) and the
 // steps of its first worker; with -steps, every step of that worker.
 //
-//	purlin-plan [-ranks 2] [-rank 0] [-nodes 1] [-type float32] [-op sum] [-from 8] [-to 1G] [-factor 4] [-steps] [-hidden N] COLLECTIVE
+//	purlin-plan [-ranks 2] [-rank 0] [-nodes 1] [-type float32] [-op sum] [-from 8] [-to 1G] [-factor 4] [-steps] [-hidden N] [-windows] COLLECTIVE
+//
+// With -windows, the outputs lie in symmetric windows (NCCL_WIN_COLL_SYMMETRIC):
+// a collective of copies past packets pushes straight into them (regime
+// direct).
 //
 // With -hidden, an AllReduce carries a residual add + RMSNorm epilogue over
 // rows of N elements, and each size's line also gives the most rows one
@@ -49,6 +53,7 @@ type options struct {
 	from, to, factor uint64
 	steps            bool
 	hidden           uint64
+	windows          bool
 }
 
 func main() {
@@ -75,6 +80,7 @@ func parse(args []string) (options, error) {
 	fs.Uint64Var(&o.factor, "factor", 4, "size step")
 	fs.BoolVar(&o.steps, "steps", false, "print every step of the first block")
 	fs.Uint64Var(&o.hidden, "hidden", 0, "AllReduce: add a residual add + RMSNorm epilogue over rows of this many elements")
+	fs.BoolVar(&o.windows, "windows", false, "the outputs lie in symmetric windows (NCCL_WIN_COLL_SYMMETRIC)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -183,6 +189,7 @@ func report(w io.Writer, o options) error {
 		return reportNodes(w, o)
 	}
 	topo := cuda.Topology(o.ranks, o.rank)
+	topo.Direct = o.windows
 	fmt.Fprintf(w, "# %s, %s, rank %d of %d; stage half %d, point-to-point half %d, packets to %d, chunks to %d, blocks to %d\n",
 		o.coll, o.dtype, o.rank, o.ranks, topo.StageHalf, topo.P2PHalf, topo.PacketMax, topo.ChunkMax, topo.Workers)
 	fmt.Fprintf(w, "# %12s  %-8s  %6s  %6s  %s\n", "bytes", "regime", "blocks", "copies", "steps of worker 0")

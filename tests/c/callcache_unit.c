@@ -422,6 +422,42 @@ static void test_group_declined(void) {
   expect_trail("G0 ", "GroupEnd without a group goes to Go");
 }
 
+/* A record of a collective that directs (a copy collective Go pushes
+ * straight into outputs in a symmetric window) serves no call whose output
+ * lies in one of its communicator's symmetric windows, as Go lists them:
+ * such calls go to Go. Other communicators' windows, and outputs beside
+ * or running past a window, do not matter; nor do windows to a record of a
+ * collective that does not direct. */
+static void test_symmetric_windows(void) {
+  purlinCallKey k = key(60), other = key(61), staged = key(62);
+  purlinCallFacts directs = apart;
+  directs.directs = 1;
+  record(&k, &directs, 60, 8);
+  record(&other, &directs, 61, 8);
+  record(&staged, &apart, 62, 8);
+  const uint64_t window[] = {0x10000, 0x20000}, elsewhere[] = {0x90000, 0xa0000};
+  purlinCallWindows(k.comm, window, 1);
+  purlinCallWindows(other.comm, elsewhere, 1);
+  reset();
+  purlinCall(&k, 0x1000, 0x10000);   /* at the window's start */
+  purlinCall(&k, 0x1000, 0x1ff00);   /* its last 256 bytes */
+  purlinCall(&k, 0x1000, 0x1ff04);   /* running past its end */
+  purlinCall(&k, 0x1000, 0x2000);    /* beside it */
+  purlinCall(&other, 0x1000, 0x10000); /* another communicator's window */
+  purlinCall(&staged, 0x1000, 0x10000); /* a collective that stages anyway */
+  expect_trail("C60 C60 I60 I60 I61 I62 ", "outputs in and out of a symmetric window");
+  record_mode = 0; /* Go records no call it pushes into outputs (capi remember) */
+  purlinCallGroupStart();
+  purlinCall(&k, 0x1000, 0x10000);
+  purlinCallGroupEnd();
+  expect_trail("R60 G1 C60 G0 ", "a group's call in a window");
+  record_mode = 1;
+  purlinCallWindows(k.comm, NULL, 0);
+  purlinCall(&k, 0x1000, 0x10000);
+  expect_trail("I60 ", "the window deregistered");
+  purlinCallWindows(other.comm, NULL, 0);
+}
+
 /* With the cache off (Go says so when first asked to record), groups go to
  * Go from their start. Last: the setting holds for the process. */
 static void test_cache_off(void) {
@@ -450,6 +486,7 @@ int main(void) {
   RUN(test_group_to_go);
   RUN(test_group_sends_and_receives);
   RUN(test_group_declined);
+  RUN(test_symmetric_windows);
   RUN(test_cache_off);
   return harness_finish();
 }

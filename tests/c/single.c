@@ -221,6 +221,78 @@ static void test_windows_released_one_comm_at_a_time(void) {
     for (int i = 0; i < 2; i++) EXPECT(ncclMemFree(buf[r][i]) == ncclSuccess, "ncclMemFree rank %d", r);
 }
 
+/* Outputs in symmetric windows, as a serving engine registers them: an
+ * AllGather, an in-place AllReduce and a Broadcast whose outputs lie at one
+ * offset of every rank's window push straight into the outputs (snac
+ * direct.go), each call twice (the second time the call cache has seen its
+ * arguments), between calls of the same arguments whose outputs lie
+ * outside the windows (which the cache records); every output is checked. */
+static void test_windows_push_into_outputs(void) {
+  enum { N = 3, COUNT = 1 << 18, SIZE = 8 << 20 };
+  clique q;
+  if (clique_init(&q, N) != 0) return;
+  float *win_buf[N], *send[N], *apart[N];
+  ncclWindow_t win[N];
+  for (int r = 0; r < N; r++) {
+    EXPECT(ncclMemAlloc((void**)&win_buf[r], SIZE) == ncclSuccess, "ncclMemAlloc rank %d", r);
+    send[r] = malloc(COUNT * sizeof(float));
+    apart[r] = malloc((size_t)N * COUNT * sizeof(float));
+  }
+  if (harness_failed()) return;
+  ncclGroupStart();
+  for (int r = 0; r < N; r++)
+    EXPECT(ncclCommWindowRegister(q.comms[r], win_buf[r], SIZE, &win[r], NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
+           "ncclCommWindowRegister rank %d: %s", r, ncclGetLastError(q.comms[r]));
+  EXPECT(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd after the registrations: %s", ncclGetLastError(NULL));
+  for (int round = 0; round < 9 && !harness_failed(); round++) {
+    int coll = round % 3, inside = round >= 3; /* each call outside the windows, then twice inside */
+    size_t off = (size_t)(round & 1) * (1 << 20) / sizeof(float); /* one offset on every rank */
+    for (int r = 0; r < N; r++) {
+      float* out = inside ? win_buf[r] + off : apart[r];
+      for (size_t i = 0; i < COUNT; i++) send[r][i] = (float)((r * 7 + round * 3 + (int)i) % 1021);
+      ncclResult_t rc;
+      if (coll == 0) {
+        rc = ncclAllGather(send[r], out, COUNT, ncclFloat32, q.comms[r], NULL);
+      } else if (coll == 1) {
+        memcpy(out, send[r], COUNT * sizeof(float));
+        rc = ncclAllReduce(out, out, COUNT, ncclFloat32, ncclSum, q.comms[r], NULL);
+      } else {
+        rc = ncclBroadcast(send[r], out, COUNT, ncclFloat32, 1, q.comms[r], NULL);
+      }
+      EXPECT(rc == ncclSuccess, "round %d rank %d: %s", round, r, ncclGetLastError(q.comms[r]));
+    }
+    for (int r = 0; r < N; r++)
+      EXPECT(purlinCommSynchronize(PC(q.comms[r])) == purlinSuccess, "round %d rank %d: %s", round, r,
+             ncclGetLastError(q.comms[r]));
+    for (int r = 0; r < N && !harness_failed(); r++) {
+      const float* out = inside ? win_buf[r] + off : apart[r];
+      size_t n = coll == 0 ? (size_t)N * COUNT : COUNT;
+      for (size_t i = 0; i < n; i++) {
+        float want;
+        if (coll == 0) want = (float)(((int)(i / COUNT) * 7 + round * 3 + (int)(i % COUNT)) % 1021);
+        else if (coll == 2) want = (float)((7 + round * 3 + (int)i) % 1021);
+        else {
+          want = 0;
+          for (int p = 0; p < N; p++) want += (float)((p * 7 + round * 3 + (int)i) % 1021);
+        }
+        if (out[i] != want) {
+          FAILF("round %d (%s, output %s the window) rank %d element %zu: %g, want %g", round,
+                coll == 0 ? "AllGather" : coll == 1 ? "AllReduce in place" : "Broadcast", inside ? "in" : "outside", r, i,
+                out[i], want);
+          break;
+        }
+      }
+    }
+  }
+  for (int r = 0; r < N; r++) {
+    EXPECT(ncclCommWindowDeregister(q.comms[r], win[r]) == ncclSuccess, "ncclCommWindowDeregister rank %d", r);
+    free(send[r]);
+    free(apart[r]);
+  }
+  clique_destroy(&q);
+  for (int r = 0; r < N; r++) EXPECT(ncclMemFree(win_buf[r]) == ncclSuccess, "ncclMemFree rank %d", r);
+}
+
 /* p2p_value: element i of the k-th transfer from rank `from` to rank `to`. */
 static float p2p_value(int from, int to, int k, size_t i) {
   return (float)((from * 131 + to * 31 + k * 7 + (int)(i % 65521)) % 65521);
@@ -337,6 +409,7 @@ int main(int argc, char** argv) {
   RUN(test_nccl_init_all);
   RUN(test_host_stream);
   RUN(test_windows_released_one_comm_at_a_time);
+  RUN(test_windows_push_into_outputs);
   RUN(test_p2p_mixed_groups);
   RUN(test_p2p_group_past_one_launch);
   return harness_finish();

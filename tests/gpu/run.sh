@@ -37,7 +37,8 @@
 #   perf-procs the same as perf with one process per GPU (-m 1): graph 8 B..1 MiB,
 #             eager 256 MiB
 #   perf-registered  the same with buffers from ncclMemAlloc registered as symmetric
-#             windows on both libraries (-R 1): graph 8 B..1 MiB, one process
+#             windows on both libraries (-R 1): graph 8 B..1 MiB and eager 256 MiB,
+#             one process (Purlin's copy collectives push straight into the outputs)
 #             (perf-procs and perf-registered last, so a tight GPU_BUDGET_S cuts only these)
 #   rmsnorm   tests/torch/bench_rmsnorm.py: the fused all-reduce + residual add + RMSNorm
 #             against Purlin's and NCCL's all-reduce followed by PyTorch's ops (2+ ranks,
@@ -297,6 +298,8 @@ fi
 if want perf-registered; then
   for lib in "${libs[@]}"; do
     for c in "${big[@]}" "${rest[@]}"; do perf "$lib" graph 30 "$c" -R 1 -b 8 -e 1M -f 4 -n 20 -w 2 -c 1 -G 10; done
+    # Large messages in windows: the copy collectives push straight into the outputs (snac direct.go).
+    for c in "${big[@]}" "${rest[@]}"; do perf "$lib" eager 30 "$c" -R 1 -b 256M -e 256M -n 10 -w 2 -c 1; done
   done
   perf_verdicts perf-registered
 fi

@@ -1,0 +1,172 @@
+package comm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"purlin/atom"
+	"purlin/snac"
+	"purlin/spec"
+	"purlin/spec/spectest"
+)
+
+// directCase is one call of TestDirectCollectives: a shape, and whether it
+// is issued in place (its input inside its output, NCCL's positions).
+type directCase struct {
+	shape
+	inPlace bool
+}
+
+// TestDirectCollectives: calls whose output lies in a window registered
+// with WindowCollSymmetric, at one offset on every rank, push straight
+// into the outputs where the collective copies or all-reduces
+// (snac.Topology.Direct) and stage as before where it does not (a
+// transpose), all in
+// one sequence each rank issues from its own goroutine, at sizes from
+// packets to many chunks; every output matches the reference. Then, with
+// the windows deregistered, the same buffers stage.
+func TestDirectCollectives(t *testing.T) {
+	for _, n := range []int{2, 3, 4} {
+		t.Run(fmt.Sprint(n, "ranks"), func(t *testing.T) {
+			comms := startComms(t, n, testConfig())
+			rng := rand.New(rand.NewPCG(uint64(n), 11))
+			var cases []directCase
+			for _, count := range []uint64{3, 200, 3000, 20000} {
+				for _, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.AllReduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.AllToAll, spec.AllGatherColumns} {
+					s := randomShape(rng, coll, n, count)
+					cases = append(cases, directCase{s, (coll == spec.AllGather || coll == spec.Broadcast) && count%2 == 0})
+				}
+			}
+			const windowBytes = 4 << 20
+			bufs := make([]uintptr, n)
+			for r := range n {
+				bufs[r] = newBuffer(t, windowBytes).addr()
+			}
+			wins := registerAll(t, comms, bufs, windowBytes)
+			directs := runDirect(t, comms, bufs, windowBytes, cases, rng)
+			require.Positive(t, directs, "no call went direct")
+			for r, err := range onEveryRank(n, func(r int) error { return comms[r].WindowDeregister(wins[r]) }) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			require.Zero(t, runDirect(t, comms, bufs, windowBytes, cases, rng), "direct calls without a window")
+		})
+	}
+}
+
+// runDirect issues cases on every rank, each call's output at one offset
+// of bufs[r] on every rank (the input beside it, or inside it in place),
+// checks every output, and returns how many calls rank 0 launched direct.
+func runDirect(t *testing.T, comms []*Comm, bufs []uintptr, size uint64, cases []directCase, rng *rand.Rand) int {
+	t.Helper()
+	n := len(comms)
+	type issued struct {
+		calls  []*spec.Call
+		inputs [][]byte
+	}
+	var all []issued
+	directs, at := 0, uintptr(0)
+	for _, dc := range cases {
+		is := issued{calls: make([]*spec.Call, n)}
+		for r := range n {
+			is.calls[r] = dc.call(r, n)
+		}
+		is.inputs = spectest.Inputs(rng, is.calls)
+		in, out := is.calls[0].Extents()
+		for _, c := range is.calls {
+			in2, out2 := c.Extents()
+			in, out = max(in, in2), max(out, out2)
+		}
+		need := uintptr(in+out+2*4096) &^ 4095
+		if uint64(at+need) > size {
+			break // the window is full: these calls are enough
+		}
+		for r, c := range is.calls {
+			c.Recv = bufs[r] + at
+			c.Send = c.Recv + uintptr(out+4096)&^4095
+			if dc.inPlace {
+				c.Send = c.Recv
+				if c.Coll == spec.AllGather {
+					c.Send += uintptr(uint64(r) * c.Count * uint64(c.Type.Size()))
+				}
+			}
+			_, o := c.Extents()
+			fill(bytesAtAddr(c.Recv, int(o)), 0xa5)
+			i, _ := c.Extents()
+			copy(bytesAtAddr(c.Send, int(i)), is.inputs[r])
+		}
+		at += need
+		var b atom.Buffers
+		if c := is.calls[0]; comms[0].directOf(c, &b) {
+			directs++
+			require.True(t, snac.Directs(c), "%s", c)
+			plan, err := comms[0].plans.get(c, true)
+			require.NoError(t, err)
+			if plan.Regime != snac.RegimePacket && c.Coll != spec.AllReduce { // an AllReduce stages its scatter
+				require.Equal(t, snac.RegimeDirect, plan.Regime, "%s", c)
+			}
+		}
+		all = append(all, is)
+	}
+	errList := onEveryRank(n, func(r int) error {
+		for i := range all {
+			call := *all[i].calls[r]
+			if err := comms[r].Collective(&call, 0); err != nil {
+				return fmt.Errorf("call %d %s: %w", i, call.String(), err)
+			}
+		}
+		return comms[r].Synchronize()
+	})
+	for r, err := range errList {
+		require.NoError(t, err, "rank %d", r)
+	}
+	for i, is := range all {
+		want := spectest.Expected(is.calls, is.inputs)
+		for r, c := range is.calls {
+			_, out := c.Extents()
+			got := bytesAtAddr(c.Recv, int(out))
+			require.NoError(t, spectest.Compare(c.Type, got, want[r]), "call %d %s rank %d", i, c.String(), r)
+		}
+	}
+	return directs
+}
+
+func fill(b []byte, v byte) {
+	for i := range b {
+		b[i] = v
+	}
+}
+
+// TestDirectNeedsSymmetricWindows: a window registered without
+// WindowCollSymmetric promises no common offset, so calls in it stage; a
+// call whose output runs past its window stages too.
+func TestDirectNeedsSymmetricWindows(t *testing.T) {
+	const n, size = 2, 1 << 20
+	comms := startComms(t, n, testConfig())
+	bufs := make([]uintptr, n)
+	for r := range n {
+		bufs[r] = newBuffer(t, size).addr()
+	}
+	wins := make([]uintptr, n)
+	for r, err := range onEveryRank(n, func(r int) (err error) {
+		wins[r], err = comms[r].WindowRegister(bufs[r], size, WindowDefault)
+		return err
+	}) {
+		require.NoError(t, err, "rank %d", r)
+	}
+	call := &spec.Call{Coll: spec.AllGather, Type: spec.Float32, Count: 4096, Rank: 0, NRanks: n, Recv: bufs[0], Send: bufs[0] + size/2}
+	var b atom.Buffers
+	require.False(t, comms[0].directOf(call, &b), "a default window")
+	for r, err := range onEveryRank(n, func(r int) error { return comms[r].WindowDeregister(wins[r]) }) {
+		require.NoError(t, err, "rank %d", r)
+	}
+	registerAll(t, comms, bufs, size)
+	require.True(t, comms[0].directOf(call, &b), "a symmetric window")
+	for q := range n {
+		require.Equal(t, bufs[q], b.PeerRecv[q], "rank %d's output", q)
+	}
+	call.Recv = bufs[0] + size - 4096
+	require.False(t, comms[0].directOf(call, &b), "an output past the window's end")
+}
