@@ -66,7 +66,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	}
 	packetMax := packetLimit(c, t)
 	packets := known && longest <= packetMax && packable(c) && !engine
-	direct := t.Direct // DirectOn: neither packets nor the copy engine
+	direct := t.Direct // DirectOn: no packets (engine.go's copies may push straight into outputs)
 	gt := t
 	if c.Coll.Rooted() && c.NRanks > 1 && packets && t.Workers > 1 {
 		gt.Workers-- // a rooted call of packets keeps a worker for its agreement (agree.go)

@@ -25,7 +25,8 @@ import "purlin/spec"
 // A consumer's call ends once every producer's data is in its output, and
 // a producer's input is read by the producer alone, so the call needs no
 // exit rendezvous. Transfers short enough for packets keep them (one
-// flight, no round trip); the copy engine keeps its own Plans (engine.go).
+// flight, no round trip). On the copy engine (engine.go) the same steps
+// run on its workers: each push is one bulk copy into a peer's output.
 //
 // A staged AllReduce keeps its reduce-scatter through staging, and each
 // rank pushes its reduced shard straight into every rank's output instead
@@ -49,11 +50,11 @@ func Directs(c *spec.Call) bool {
 }
 
 // DirectOn is t.Direct where c's Plan pushes straight into its outputs:
-// c's shape can (Directs) and its transfers neither move as packets nor go
-// to the copy engine, on which every rank decides alike. Elsewhere it is
-// false, so that Plans, and their fingerprints, do not depend on a flag
-// they do not use: ranks that disagree on it only disagree on calls it
-// changes.
+// c's shape can (Directs) and its transfers do not move as packets (an
+// AllReduce's reduce-scatter not on the copy engine either), which every
+// rank decides alike. Elsewhere it is false, so that Plans, and their
+// fingerprints, do not depend on a flag they do not use: ranks that
+// disagree on it only disagree on calls it changes.
 func DirectOn(c *spec.Call, t Topology) bool {
 	if !t.Direct || !Directs(c) {
 		return false
@@ -63,8 +64,7 @@ func DirectOn(c *spec.Call, t Topology) bool {
 		_, shard := shard(longest, Grain(c), c.NRanks, 0)
 		return longest > packetLimit(c, t) && !engineServes(c, t, shard, true)
 	}
-	packets := longest <= packetLimit(c, t) && packable(c)
-	return !packets && !engineServes(c, t, longest, true)
+	return !(longest <= packetLimit(c, t) && packable(c) && !engineServes(c, t, longest, true))
 }
 
 // emitDirect is worker w's part of a direct exchange: enter, push,

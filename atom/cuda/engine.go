@@ -63,7 +63,7 @@ func engineSegments(p *snac.Plan) (ops [][]engineOp, table []byte) {
 		engines++
 		for _, s := range p.WorkerSteps(w) {
 			plain := func(r snac.Ref) bool {
-				return r.Half == 0 && r.Pitch == 0 && (r.Space == snac.SpaceSend || r.Space == snac.SpaceRecv || r.Space == snac.SpaceStage)
+				return r.Half == 0 && r.Pitch == 0 && (r.Space == snac.SpaceSend || r.Space == snac.SpaceRecv || r.Space == snac.SpaceStage || r.Space == snac.SpacePeerRecv)
 			}
 			if s.Verb == snac.Copy && (s.Row != 0 || !plain(s.Dst) || !plain(s.Src[0])) || s.Verb == snac.Reduce || s.Verb == snac.Epilogue {
 				return nil, nil
@@ -234,10 +234,15 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 }
 
 // engineAddress is where plain Ref ref lies (0 where nothing is): the
-// caller's buffers, or a rank's staging as this rank addresses it.
+// caller's buffers (a peer's output too), or a rank's staging as this
+// rank addresses it.
 func (r *Rank) engineAddress(ref snac.Ref, bufs []atom.Buffers) uint64 {
 	var base uint64
 	switch ref.Space {
+	case snac.SpacePeerRecv:
+		if len(bufs) == 1 && int(ref.Rank) < snac.MaxRanks {
+			base = uint64(bufs[0].PeerRecv[ref.Rank])
+		}
 	case snac.SpaceSend, snac.SpaceRecv:
 		if int(ref.Rank) < len(bufs) {
 			base = uint64(bufs[ref.Rank].Send)

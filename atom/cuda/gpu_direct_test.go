@@ -22,10 +22,18 @@ import (
 // the window (snac direct.go, SpacePeerRecv), and an AllReduce its
 // reduced shards, between staged calls, without waiting between calls, so a rank runs into its next
 // call while its peer is still in the one before. Every output is checked.
+//
+// Then the same on the copy engine (engineTopology), whose bulk copies
+// push into the peers' outputs.
 func TestGPUDirect(t *testing.T) {
 	needGPUs(t, 1)
+	t.Run("blocks", func(t *testing.T) { runGPUDirect(t, gpuTopology) })
+	t.Run("engine", func(t *testing.T) { runGPUDirect(t, engineTopology) })
+}
+
+func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 	const n, window = 2, 64 << 20
-	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), gpuTopology, inTurn())
+	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), topology, inTurn())
 	bufs, peers := make([]uintptr, n), make([][]uintptr, n)
 	for r, g := range ranks {
 		p, err := g.MemAlloc(window)

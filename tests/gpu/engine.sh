@@ -5,11 +5,14 @@
 # chunk. Parts, each in $PURLIN_GPU_LOGS (default build/gpu/logs):
 #   cebench.txt       tests/gpu/cebench.cu: the copy engine's ceiling (one copy, chunks on 1-4 streams)
 #   engine-test.log   cuda.test TestGPUCopyEngine (every copy collective, reduction and transfer, on
-#                     and off the engine, queued without waits)
+#                     and off the engine, queued without waits) and TestGPUDirect (pushes into
+#                     outputs in windows, in blocks and on the engine)
 #   engine-eager.txt  purlin-perf 64 MiB-1 GiB, eager: NCCL, Purlin in blocks, Purlin on the engine
 #                     from ENGINE_FROM bytes (default 16 MiB), for every collective the engine serves
 #   engine-graph.txt  the same in CUDA graphs (-G 3), Purlin only
 #   engine-settings.txt  AllGather and AllReduce on the engine at 1, 3 and 4 workers and 4 or 32 MiB chunks
+#   engine-registered.txt  buffers in symmetric windows (-R 1), eager: NCCL, Purlin pushing into the
+#                     outputs in blocks, and on the engine (the copy collectives and AllReduce)
 # Each line: collective, library, engine setting, extra arguments, bytes, time (us), busbw (GB/s),
 # #wrong (out of place). NGPUS as in run.sh. NVLink multicast stays off.
 set -uo pipefail
@@ -25,7 +28,7 @@ from="${ENGINE_FROM:-16777216}"
 
 nvcc -std=c++17 -O3 -arch=sm_90 -o "$bin/cebench" "$root/tests/gpu/cebench.cu" &&
   timeout 90 "$bin/cebench" 1024 >"$out/cebench.txt" 2>&1
-(cd "$root/atom/cuda" && timeout 120 "$gpu/cuda.test" -test.run 'GPUCopyEngine' -test.v) >"$out/engine-test.log" 2>&1
+(cd "$root/atom/cuda" && timeout 120 "$gpu/cuda.test" -test.run 'GPUCopyEngine|GPUDirect' -test.v) >"$out/engine-test.log" 2>&1
 grep -E "^(--- |ok|FAIL)" "$out/engine-test.log"
 
 # perf LIB COLL [ARGS]: one purlin-perf run, one line per size (PURLIN_COPY_ENGINE as set).
@@ -50,3 +53,8 @@ for w in 1 3 4; do
     done
   done
 done | tee "$out/engine-settings.txt"
+for c in allgather broadcast scatter allreduce; do
+  perf nccl "$c" -R 1
+  perf purlin "$c" -R 1
+  PURLIN_COPY_ENGINE=$from perf purlin "$c" -R 1
+done | tee "$out/engine-registered.txt"
