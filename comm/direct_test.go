@@ -23,8 +23,8 @@ type directCase struct {
 // TestDirectCollectives: calls whose output lies in a window registered
 // with WindowCollSymmetric, at one offset on every rank, push straight
 // into the outputs where the collective copies or all-reduces
-// (snac.Topology.Direct) and stage as before where it does not (a
-// transpose), all in
+// (snac.Topology.Direct; an AllToAll in place saves what it sends first)
+// and stage as before where it does not (a Gather), all in
 // one sequence each rank issues from its own goroutine, at sizes from
 // packets to many chunks; every output matches the reference. Then, with
 // the windows deregistered, the same buffers stage.
@@ -37,7 +37,7 @@ func TestDirectCollectives(t *testing.T) {
 			for _, count := range []uint64{3, 200, 3000, 20000} {
 				for _, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.AllReduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.AllToAll, spec.AllGatherColumns} {
 					s := randomShape(rng, coll, n, count)
-					cases = append(cases, directCase{s, (coll == spec.AllGather || coll == spec.Broadcast) && count%2 == 0})
+					cases = append(cases, directCase{s, (coll == spec.AllGather || coll == spec.Broadcast || coll == spec.AllToAll) && count%2 == 0})
 				}
 			}
 			const windowBytes = 4 << 20

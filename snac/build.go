@@ -93,6 +93,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 		b.packetMax = 0
 	}
 	b.engine, b.direct = engine, direct
+	b.transpose, b.inPlace = c.Coll.Definition().Out.Shape == spec.Transposed, c.InPlace()
 	if engine && c.Coll.Reduces() {
 		b.addReducers(blocks)
 	}

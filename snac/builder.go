@@ -54,8 +54,9 @@ type builder struct {
 	// elsewhere in its row), nor on the copy engine.
 	loops bool
 	// direct is set for a Plan that pushes straight into the consumers'
-	// outputs (direct.go): no staging, no packets.
-	direct bool
+	// outputs (direct.go): no staging, no packets. transpose: an AllToAll
+	// (emitDirectTranspose), inPlace: this rank's call is in place.
+	direct, transpose, inPlace bool
 }
 
 // loopsOff makes every Build write its chunks out, for tests that compare

@@ -2,8 +2,8 @@ package snac
 
 import "purlin/spec"
 
-// A collective of copies (AllGather, Broadcast, Scatter and the forms of
-// them whose lengths every rank knows) whose outputs are
+// A collective of copies (AllGather, AllToAll, Broadcast, Scatter,
+// AllGatherV and AllGatherColumns) whose outputs are
 // symmetric (Topology.Direct: every rank's output at one offset of a
 // registered window) skips staging: each producer pushes its part straight
 // into its consumer's output (SpacePeerRecv), and the consumer only waits.
@@ -38,14 +38,13 @@ import "purlin/spec"
 // collective of copies or an AllReduce, on more than one rank, with no
 // epilogue, its lengths known to every rank, and an output on every rank
 // (each rank decides from where its own output lies: a Gather's other
-// ranks have none to tell them where the root's is). A transpose never
-// is: in place, the slice a producer would push into its consumer's
-// output is one the consumer still has to send, and whether a rank's call
-// is in place is that rank's own.
+// ranks have none to tell them where the root's is). Of the transposes,
+// AllToAll alone (emitDirectTranspose); its V and matrix forms have no
+// in-place form to line up with.
 func Directs(c *spec.Call) bool {
 	d := c.Coll.Definition()
 	_, known := globalLongest(c)
-	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && d.Out.Shape != spec.Transposed && !d.Out.Rooted
+	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && (d.Out.Shape != spec.Transposed || c.Coll == spec.AllToAll) && !d.Out.Rooted
 	return known && c.NRanks > 1 && (copies || allReduces(c.Coll)) && c.Epilogue.Kind == 0
 }
 
@@ -70,6 +69,10 @@ func DirectOn(c *spec.Call, t Topology) bool {
 // emitDirect is worker w's part of a direct exchange: enter, push,
 // notify, wait (see above).
 func (b *builder) emitDirect(w int, x *exchange) {
+	if b.transpose {
+		b.emitDirectTranspose(w, x)
+		return
+	}
 	var tell, hear [MaxRanks]peerWord
 	for _, in := range x.ins {
 		if b.g.hasPiece(in.length, w) {
@@ -96,6 +99,68 @@ func (b *builder) emitDirect(w int, x *exchange) {
 	for q, t := range tell {
 		if t.on {
 			b.wait(w, b.readySlot(FlagReady, q, b.me, w), 1, t.check)
+		}
+	}
+}
+
+// emitDirectTranspose is worker w's part of a direct AllToAll. In place,
+// the slice of its output a producer pushes into is the slice of its
+// input that the rank itself still has to send to that producer, and
+// whether a call is in place is each rank's own: so the enter is per
+// chunk, and the protocol the same on every rank. Every producer waits,
+// before it pushes chunk k of its span to a consumer, for that consumer's
+// FlagConsumed at delta k+1. A rank out of place raises it for all its
+// chunks at once; a rank in place first copies chunk k of what it sends
+// each peer into its own staging (a slot of the chunk ring, its own
+// segment for that peer), raises that peer's word to k+1, and pushes the
+// chunk from there. Both ends of a pair chunk their spans alike (the
+// pair's lengths are equal, and so is the geometry), and a rank's enter
+// depends on nothing but its own copy, so ranks in place on both ends of
+// a pair wait for no one's push.
+func (b *builder) emitDirectTranspose(w int, x *exchange) {
+	g := b.g
+	chunks := func(length uint64) int {
+		lo, hi := g.span(length, w)
+		return int(ceilDiv(hi-lo, g.chunk))
+	}
+	if !b.inPlace {
+		for _, in := range x.ins {
+			if g.hasPiece(in.length, w) {
+				b.notify(w, in.from, b.consumedSlot(in.from, b.me, w), int64(chunks(in.length)), in.check)
+			}
+		}
+	}
+	most := 0
+	for _, o := range x.outs {
+		most = max(most, chunks(o.length))
+	}
+	for k := range most {
+		for _, o := range x.outs {
+			lo, hi := g.piece(o.length, w, k)
+			if lo == hi {
+				continue
+			}
+			src := at(SpaceSend, o.src, lo, o.srcStride)
+			if b.inPlace {
+				saved := b.stage(b.me, b.me, g.stageOff(w, k, o.seg))
+				b.copy(w, saved, src, hi-lo, 0, 0)
+				b.notify(w, o.to, b.consumedSlot(o.to, b.me, w), int64(k+1), o.check)
+				src = saved
+			}
+			b.wait(w, b.consumedSlot(b.me, o.to, w), int64(k+1), o.check)
+			dst := at(SpacePeerRecv, o.dst, lo, o.dstStride)
+			dst.Rank = uint8(o.to)
+			b.copy(w, dst, src, hi-lo, 0, 0)
+		}
+	}
+	for _, o := range x.outs {
+		if g.hasPiece(o.length, w) {
+			b.notify(w, o.to, b.readySlot(FlagReady, b.me, o.to, w), 1, o.check)
+		}
+	}
+	for _, in := range x.ins {
+		if g.hasPiece(in.length, w) {
+			b.wait(w, b.readySlot(FlagReady, in.from, b.me, w), 1, in.check)
 		}
 	}
 }

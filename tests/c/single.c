@@ -222,7 +222,7 @@ static void test_windows_released_one_comm_at_a_time(void) {
 }
 
 /* Outputs in symmetric windows, as a serving engine registers them: an
- * AllGather, an in-place AllReduce and a Broadcast whose outputs lie at one
+ * AllGather, an in-place AllReduce, a Broadcast and an in-place AllToAll whose outputs lie at one
  * offset of every rank's window push straight into the outputs (snac
  * direct.go), each call twice (the second time the call cache has seen its
  * arguments), between calls of the same arguments whose outputs lie
@@ -244,8 +244,8 @@ static void test_windows_push_into_outputs(void) {
     EXPECT(ncclCommWindowRegister(q.comms[r], win_buf[r], SIZE, &win[r], NCCL_WIN_COLL_SYMMETRIC) == ncclSuccess,
            "ncclCommWindowRegister rank %d: %s", r, ncclGetLastError(q.comms[r]));
   EXPECT(ncclGroupEnd() == ncclSuccess, "ncclGroupEnd after the registrations: %s", ncclGetLastError(NULL));
-  for (int round = 0; round < 9 && !harness_failed(); round++) {
-    int coll = round % 3, inside = round >= 3; /* each call outside the windows, then twice inside */
+  for (int round = 0; round < 12 && !harness_failed(); round++) {
+    int coll = round % 4, inside = round >= 4; /* each call outside the windows, then twice inside */
     size_t off = (size_t)(round & 1) * (1 << 20) / sizeof(float); /* one offset on every rank */
     for (int r = 0; r < N; r++) {
       float* out = inside ? win_buf[r] + off : apart[r];
@@ -256,6 +256,10 @@ static void test_windows_push_into_outputs(void) {
       } else if (coll == 1) {
         memcpy(out, send[r], COUNT * sizeof(float));
         rc = ncclAllReduce(out, out, COUNT, ncclFloat32, ncclSum, q.comms[r], NULL);
+      } else if (coll == 3) { /* in place: slice p of the input goes to rank p */
+        for (int p = 0; p < N; p++)
+          for (size_t i = 0; i < COUNT / N; i++) out[(size_t)p * (COUNT / N) + i] = (float)((r * 5 + p * 11 + round + (int)i) % 1021);
+        rc = ncclAlltoAll(out, out, COUNT / N, ncclFloat32, q.comms[r], NULL);
       } else {
         rc = ncclBroadcast(send[r], out, COUNT, ncclFloat32, 1, q.comms[r], NULL);
       }
@@ -266,18 +270,21 @@ static void test_windows_push_into_outputs(void) {
              ncclGetLastError(q.comms[r]));
     for (int r = 0; r < N && !harness_failed(); r++) {
       const float* out = inside ? win_buf[r] + off : apart[r];
-      size_t n = coll == 0 ? (size_t)N * COUNT : COUNT;
+      size_t n = coll == 0 ? (size_t)N * COUNT : coll == 3 ? (size_t)N * (COUNT / N) : COUNT;
       for (size_t i = 0; i < n; i++) {
         float want;
         if (coll == 0) want = (float)(((int)(i / COUNT) * 7 + round * 3 + (int)(i % COUNT)) % 1021);
         else if (coll == 2) want = (float)((7 + round * 3 + (int)i) % 1021);
+        else if (coll == 3) /* slice p came from rank p: its slice r */
+          want = (float)(((int)(i / (COUNT / N)) * 5 + r * 11 + round + (int)(i % (COUNT / N))) % 1021);
         else {
           want = 0;
           for (int p = 0; p < N; p++) want += (float)((p * 7 + round * 3 + (int)i) % 1021);
         }
         if (out[i] != want) {
           FAILF("round %d (%s, output %s the window) rank %d element %zu: %g, want %g", round,
-                coll == 0 ? "AllGather" : coll == 1 ? "AllReduce in place" : "Broadcast", inside ? "in" : "outside", r, i,
+                coll == 0 ? "AllGather" : coll == 1 ? "AllReduce in place" : coll == 2 ? "Broadcast" : "AllToAll in place",
+                inside ? "in" : "outside", r, i,
                 out[i], want);
           break;
         }
