@@ -107,7 +107,7 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	if !b.p2p && !b.agree {
 		b.silence(x.peers())
 	}
-	if k := b.chunkCount(x); k > maxChunks && !direct {
+	if k := b.chunkCount(x); k > maxChunks && (!direct || b.transpose) { // a direct push is one step, but for a transpose's chunks
 		return nil, errs.New(errs.ErrUnsupported, "snac: %d chunks per worker (at most %d)", k, maxChunks)
 	}
 	b.emit(x)
