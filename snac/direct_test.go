@@ -2,6 +2,7 @@ package snac_test
 
 import (
 	"maps"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -137,4 +138,37 @@ func spacesOf(p *snac.Plan) map[snac.Space]bool {
 		}
 	}
 	return m
+}
+
+// TestDirectPropertyQueued queues random calls of every collective (V
+// counts with zeros, every type and op, in place or not) on random rank
+// counts, each call's outputs in symmetric windows or not at random, all in
+// one simulator Run per seed, as a stream queues them.
+func TestDirectPropertyQueued(t *testing.T) {
+	seeds := 8
+	if testing.Short() || raceEnabled {
+		seeds = 3
+	}
+	pushed := 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 1234))
+		n := 2 + rng.IntN(7)
+		topo := testTopo(n)
+		if seed%2 == 1 {
+			topo = engineTopo(n)
+		}
+		q := newQueue(t, n, 2*seed, topo)
+		for range 12 {
+			q.w.topo.Direct = rng.IntN(3) > 0
+			calls := randomCalls(rng, n)
+			q.add(calls, inPlaceExists(calls[0].Coll) && rng.IntN(2) == 0)
+			for r := range n {
+				if spacesOf(q.launches[r][len(q.launches[r])-1].Plan)[snac.SpacePeerRecv] {
+					pushed++
+				}
+			}
+		}
+		q.run("seed %d, %d ranks", seed, n)
+	}
+	require.Positive(t, pushed, "no Plan pushed into a peer's output")
 }
