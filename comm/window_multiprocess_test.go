@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"purlin/atom"
 	"purlin/errs"
+	"purlin/spec"
 )
 
 // Windows across processes: this test binary re-runs itself as workers
@@ -60,6 +62,9 @@ func windowRounds(c *Comm) error {
 		return fmt.Errorf("rank %d: rank %d's write through its window is missing", r, prev)
 	}
 	if err := ownerFreesFirst(c); err != nil {
+		return err
+	}
+	if err := directAcrossProcesses(c); err != nil {
 		return err
 	}
 	// Anonymous memory has no descriptor to pass: every rank refuses.
@@ -120,6 +125,83 @@ func ownerFreesFirst(c *Comm) error {
 	for q := range n {
 		if !bytes.Equal(bytesAtAddr(peers[q], mpWindowSize), rankPattern(mpWindowSize, 200+q)) {
 			return fmt.Errorf("rank %d: rank %d's buffer through the window differs after rank 0 freed its own", r, q)
+		}
+	}
+	return c.WindowDeregister(win)
+}
+
+// directAcrossProcesses: an AllGather, an in-place AllReduce and an
+// in-place AllToAll whose outputs lie in a symmetric window push straight
+// into the other processes' outputs through their mappings (comm
+// direct.go); every rank checks its output.
+func directAcrossProcesses(c *Comm) error {
+	const count, size = 8192, 1 << 20 // float32s a rank: staged under testConfig
+	n, r := c.Count(), c.Rank()
+	p, err := MemAlloc(size)
+	if err != nil {
+		return err
+	}
+	defer MemFree(p)
+	win, err := c.WindowRegister(uintptr(p), size, WindowCollSymmetric)
+	if err != nil {
+		return err
+	}
+	out := unsafe.Slice((*float32)(p), size/4)
+	value := func(from, to, i int) float32 { return float32((from*31 + to*7 + i) % 1021) }
+	send := make([]float32, count)
+	for i := range send {
+		send[i] = value(r, 0, i)
+	}
+	calls := []struct {
+		call  spec.Call
+		check func(i int) float32
+		n     int
+	}{
+		{spec.Call{Coll: spec.AllGather, Send: addrOf(unsafe.Slice((*byte)(unsafe.Pointer(&send[0])), 4*count)), Recv: uintptr(p)},
+			func(i int) float32 { return value(i/count, 0, i%count) }, n * count},
+		{spec.Call{Coll: spec.AllReduce, Send: uintptr(p), Recv: uintptr(p), Op: spec.Op{Kind: spec.Sum}}, func(i int) float32 {
+			var sum float32
+			for q := range n {
+				sum += value(q, 1, i)
+			}
+			return sum
+		}, count},
+		{spec.Call{Coll: spec.AllToAll, Send: uintptr(p), Recv: uintptr(p)},
+			func(i int) float32 { return value(i/(count/n), r, i%(count/n)) }, n * (count / n)},
+	}
+	for k := range calls {
+		k := &calls[k]
+		k.call.Type, k.call.Count, k.call.Rank, k.call.NRanks = spec.Float32, count, r, n
+		switch k.call.Coll {
+		case spec.AllReduce:
+			for i := range count {
+				out[i] = value(r, 1, i)
+			}
+		case spec.AllToAll:
+			k.call.Count = count / uint64(n)
+			for q := range n {
+				for i := range count / n {
+					out[q*(count/n)+i] = value(r, q, i)
+				}
+			}
+		}
+		var b atom.Buffers
+		if !c.directOf(&k.call, &b) {
+			return fmt.Errorf("rank %d: %s in a symmetric window does not push into outputs", r, k.call.Coll)
+		}
+		if err := c.Collective(&k.call, 0); err != nil {
+			return err
+		}
+		if err := c.Synchronize(); err != nil {
+			return err
+		}
+		for i := range k.n {
+			if want := k.check(i); out[i] != want {
+				return fmt.Errorf("rank %d: %s element %d is %g, want %g", r, k.call.Coll, i, out[i], want)
+			}
+		}
+		if _, err := c.boot.AllGather(nil); err != nil { // every rank checked before the next call writes
+			return err
 		}
 	}
 	return c.WindowDeregister(win)
