@@ -54,7 +54,7 @@ func remember(c *comm.Comm, keys []C.purlinCallKey, calls []spec.Call) bool {
 		off, form := call.InPlaceOffset()
 		facts[i] = C.purlinCallFacts{in: C.uint64_t(in), out: C.uint64_t(out), align: C.uint64_t(call.Type.Size()),
 			inPlaceOff: C.uint64_t(off), inPlaceForm: C.int32_t(b2i(form)), inPlace: C.int32_t(b2i(call.InPlace())),
-			directs: C.int32_t(b2i(alone && c.Directs(call)))}
+			directs: C.int32_t(b2i(alone && c.PushesDirect(call)))}
 	}
 	n, issue = c.Replay(calls, uintptr(keys[0].stream), rec, int(size))
 	return n > 0 && issue != 0

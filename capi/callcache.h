@@ -50,7 +50,7 @@ typedef struct {
   uint64_t in, out, align, inPlaceOff;
   int32_t inPlaceForm, inPlace;
   /* directs: the call, recorded alone, pushes straight into outputs in a
-   * symmetric window (comm's Directs: its shape and size), which Go alone
+   * symmetric window (comm's PushesDirect: its shape and size), which Go alone
    * launches (a group's calls merged into one launch never do): its record
    * serves a call only where the output lies in none of the
    * communicator's symmetric windows (purlinCallWindows). */

@@ -86,16 +86,16 @@ func (c *Comm) DirectCall(call *spec.Call) bool {
 	return c.directOf(call, &b)
 }
 
-// Directs reports whether call pushes straight into its outputs where
-// they lie in a symmetric window: its shape, size and c's settings
+// PushesDirect reports whether call pushes straight into its outputs
+// where they lie in a symmetric window: its shape, size and c's settings
 // (snac.DirectOn), whatever its buffers. The C API's call cache serves
 // such a call from a record only where its output lies in none of c's.
-func (c *Comm) Directs(call *spec.Call) bool {
+func (c *Comm) PushesDirect(call *spec.Call) bool {
 	return c.plans != nil && c.plans.pushes(call) // none across nodes
 }
 
 // directOf reports whether call, launched alone, pushes straight into the
-// outputs: its Plan would (Directs), and its output lies in one of this
+// outputs: its Plan would (PushesDirect), and its output lies in one of this
 // rank's symmetric windows; it then fills b.PeerRecv with every rank's
 // output. It allocates nothing and takes no lock.
 func (c *Comm) directOf(call *spec.Call, b *atom.Buffers) bool {
