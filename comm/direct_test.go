@@ -170,3 +170,32 @@ func TestDirectNeedsSymmetricWindows(t *testing.T) {
 	call.Recv = bufs[0] + size - 4096
 	require.False(t, comms[0].directOf(call, &b), "an output past the window's end")
 }
+
+// TestDirectLaunchAllocatesNothing: a call into a symmetric window is
+// planned and launched without allocating, as any other call of a cached
+// shape (allocs_test.go).
+func TestDirectLaunchAllocatesNothing(t *testing.T) {
+	const n, size = 2, 1 << 20
+	comms := startComms(t, n, testConfig())
+	bufs := make([]uintptr, n)
+	for r := range n {
+		bufs[r] = newBuffer(t, size).addr()
+	}
+	registerAll(t, comms, bufs, size)
+	call := &spec.Call{Coll: spec.AllGather, Type: spec.Float32, Count: 8192, Rank: 0, NRanks: n, Recv: bufs[0], Send: bufs[0] + size/2}
+	var b atom.Buffers
+	require.True(t, comms[0].directOf(call, &b))
+	_, err := comms[0].plans.get(call, true)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() {
+		if !comms[0].directOf(call, &b) {
+			t.Fatal("not direct")
+		}
+		if _, err := comms[0].plans.get(call, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !raceEnabled { // the race detector's instrumentation allocates (allocs_test.go)
+		require.Zero(t, allocs)
+	}
+}
