@@ -25,8 +25,8 @@ $(KERNEL_EMBED): $(KERNEL_FATBIN)
 	cp $< $@
 
 # gpu-programs-check: the GPU suite's C programs (tests/gpu/*.c, and tests/c/callcache.c
-# on device memory) compile against Purlin's headers and CUDA's (from nvcc's install), and tests/gpu/stepbench.cu
-# against the kernel's sources, so a change that breaks one shows here, not on
+# on device memory) compile against Purlin's headers and CUDA's (from nvcc's install), tests/gpu/stepbench.cu
+# against the kernel's sources, and the ceiling benchmarks (cebench.cu, smbench.cu), so a change that breaks one shows here, not on
 # the GPU machine. stepbench compiles unoptimized (-G): the same checks, in 30 s
 # instead of 3 minutes on two cores (it is built optimized where it runs).
 gpu-programs-check:
@@ -36,6 +36,7 @@ gpu-programs-check:
 	done; \
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -DCALLCACHE_CUDA -Iinclude -Itests/c -I"$$cuda_inc" -c -o /dev/null tests/c/callcache.c
 	"$$(tools/nvcc.sh)" -std=c++17 -G --threads 0 -arch=sm_90 -Icsrc -c -o /dev/null tests/gpu/stepbench.cu
+	for b in cebench smbench; do "$$(tools/nvcc.sh)" -std=c++17 -O3 -arch=sm_90 -c -o /dev/null tests/gpu/$$b.cu || exit 1; done
 
 kernels-headers:
 	@for h in csrc/*.cuh; do \

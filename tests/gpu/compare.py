@@ -2,7 +2,7 @@
 """compare.py: side-by-side tables of purlin-perf outputs, Purlin vs NCCL.
 
 Usage: compare.py PURLIN.txt NCCL.txt [--json OUT.json --commit C --gpus N --nccl-version V]
-                  [--rmsnorm RMSNORM.json] [--torch TORCH.json] [--earlier DIR ...]
+                  [--rmsnorm RMSNORM.json] [--torch TORCH.json] [--ceilings SMBENCH.txt] [--earlier DIR ...]
 Each file holds several purlin-perf runs, each preceded by a line
 '## RUN mode=<eager|graph> ... args: <purlin-perf arguments>' (tests/gpu/run.sh
 writes it). Runs with -R 1 (buffers registered as symmetric windows) are kept
@@ -25,9 +25,15 @@ so that the default runs alone are judged against the targets.
 tests/torch/bench_allreduce.py --with-library, whose rows join "rows" as colls allreduce_rmsnorm
 and torch_allreduce.
 
+--ceilings names tests/gpu/smbench.cu's output (lines "push both 64 361.2": a plain copy kernel's GB/s
+per direction by kind, directions and blocks): perf.json keeps them under "ceilings", and every row
+of 256 MiB or more gets "of_ceiling", its bus bandwidth over the SM push ceiling at its blocks (64
+where it ran with the defaults) with both directions busy, or one for the rooted collectives,
+which send one way at two ranks; a table prints them.
+
 --earlier DIR (repeatable, oldest first) names the logs of an earlier run of the suite on the
 same build (tests/gpu/run.sh with GPU_PARTS: a suite too long for one sitting, run in parts):
-its perf-purlin.txt, perf-nccl.txt, rmsnorm.json and torch-allreduce.json come before the files named, a row measured
+its perf-purlin.txt, perf-nccl.txt, rmsnorm.json, torch-allreduce.json and ceilings-sm.txt come before the files named, a row measured
 again replaces the earlier one, and wrong values and failed runs count from every run. DIR/COMMIT
 must name the --commit given, else nothing is written and the exit status is 2.
 """
@@ -160,6 +166,45 @@ def torch_rows(path, procs):
         "symm_one_shot_us": r["one_shot_us"], "symm_two_shot_us": r["two_shot_us"]})
 
 
+# ROOTED send one way at two ranks: their ceiling is a push with one direction busy.
+ROOTED = {"broadcast", "reduce", "gather", "scatter"}
+# DEFAULT_BLOCKS is the blocks a staged call takes with the CUDA Atom's defaults (README).
+DEFAULT_BLOCKS = 64
+
+
+def ceilings(path):
+    """smbench's lines as {(kind, directions, blocks): GB/s}; {} without a file."""
+    out = {}
+    if not path or not os.path.exists(path):
+        return out
+    for line in open(path):
+        f = line.split()
+        if len(f) == 4 and f[0] in ("push", "pull") and f[1] in ("one", "both"):
+            out[(f[0], f[1], int(f[2]))] = float(f[3])
+    return out
+
+
+def of_ceiling(rows, ceils):
+    """Gives every row of 256 MiB or more its bus bandwidth over the push ceiling at its blocks
+    (of_ceiling), and returns the table lines that show them; nothing without ceilings."""
+    lines = []
+    for r in rows:
+        if r.get("bytes", 0) < 256 << 20 or not r.get("purlin_busbw"):
+            continue
+        blocks = r.get("blocks") or DEFAULT_BLOCKS
+        c = ceils.get(("push", "one" if r["coll"] in ROOTED else "both", blocks))
+        if not c:
+            continue
+        r["of_ceiling"] = round(r["purlin_busbw"] / c, 3)
+        lines.append(f"| {r['coll']} | {r['mode']} | {r['procs']} | {'yes' if r.get('registered') else 'no'} | {blocks} "
+                     f"| {r['bytes'] >> 20} | {r['purlin_busbw']:.1f} | {c:.1f} | {r['of_ceiling']:.2f} |")
+    if lines:
+        lines = ["", "### Bus bandwidth against the SM push ceiling (tests/gpu/smbench.cu, same blocks)",
+                 "| collective | mode | processes | registered | blocks | MiB | Purlin GB/s | ceiling GB/s | of the ceiling |",
+                 "|---|---|---:|---|---:|---:|---:|---:|---:|"] + lines
+    return lines
+
+
 def table(title, header, cells):
     """A table under a ### title: header names its columns, each of cells is a row's texts."""
     if not cells:
@@ -223,6 +268,7 @@ def main():
     ap.add_argument("--nccl-version", default="unknown")
     ap.add_argument("--rmsnorm", help="tests/torch/bench_rmsnorm.py's --json: rows of coll allreduce_rmsnorm")
     ap.add_argument("--torch", help="tests/torch/bench_allreduce.py --with-library's --json: rows of coll torch_allreduce")
+    ap.add_argument("--ceilings", help="tests/gpu/smbench.cu's output: the SM push and pull ceilings")
     ap.add_argument("--earlier", action="append", default=[], metavar="DIR",
                     help="logs of an earlier run of the suite on the same build, oldest first")
     a = ap.parse_args()
@@ -241,6 +287,7 @@ def main():
     newest = lambda path, name: next((p for p in [path] + [os.path.join(d, name) for d in reversed(a.earlier)]  # noqa: E731
                                       if p and os.path.exists(p)), None)
     rmsnorm, torch_json = newest(a.rmsnorm, "rmsnorm.json"), newest(a.torch, "torch-allreduce.json")
+    ceils = ceilings(newest(a.ceilings, "ceilings-sm.txt"))
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
     last = None
     for key in keys:
@@ -266,11 +313,15 @@ def main():
     fused, through_torch = rmsnorm_rows(rmsnorm, a.gpus), torch_rows(torch_json, a.gpus)
     for line in rmsnorm_table(fused) + torch_table(through_torch):
         print(line)
+    rows, capped = json_rows(purlin[0], nccl[0], False), json_rows(purlin[0], nccl[0], True)
+    for line in of_ceiling(rows + capped, ceils):
+        print(line)
     if a.json:
         doc = {"date": datetime.date.today().isoformat(), "commit": a.commit, "gpus": a.gpus,
                "nccl_version": a.nccl_version}
-        lists = {"rows": json_rows(purlin[0], nccl[0], False) + fused + through_torch,
-                 "capped": json_rows(purlin[0], nccl[0], True)}
+        if ceils:
+            doc["ceilings"] = {" ".join(map(str, k)): v for k, v in sorted(ceils.items())}
+        lists = {"rows": rows + fused + through_torch, "capped": capped}
         with open(a.json, "w") as f:  # one row a line, so that a new run's diff reads row by row
             f.write(json.dumps(doc)[:-1] + "".join(f', "{k}": [\n' + ",\n".join(json.dumps(r) for r in v) + "\n]"
                                                   for k, v in lists.items()) + "}\n")

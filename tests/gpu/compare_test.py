@@ -48,7 +48,7 @@ def earlier_run(root, name, commit, purlin, nccl, rmsnorm=None):
 
 
 class CompareTest(unittest.TestCase):
-    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0, through_torch=None):
+    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0, through_torch=None, ceilings=None):
         """compare.py on these outputs; earlier: functions of a temporary directory returning an
         earlier run's logs there."""
         with tempfile.TemporaryDirectory() as d:
@@ -62,6 +62,9 @@ class CompareTest(unittest.TestCase):
             if through_torch is not None:
                 write(os.path.join(d, "torch.json"), json.dumps(through_torch))
                 extra += ["--torch", os.path.join(d, "torch.json")]
+            if ceilings is not None:
+                write(os.path.join(d, "sm.txt"), ceilings)
+                extra += ["--ceilings", os.path.join(d, "sm.txt")]
             for e in earlier:
                 extra += ["--earlier", e(d)]
             r = subprocess.run([sys.executable, COMPARE, p, n, "--json", j, "--commit", "abc", "--gpus", "2"] + extra,
@@ -166,6 +169,27 @@ class CompareTest(unittest.TestCase):
         self.assertEqual([(r["purlin_us"], r["nccl_us"], r["blocks"]) for r in doc["rows"]], [(3.0, 4.0, None)])
         self.assertEqual([(r["purlin_us"], r["nccl_us"], r["blocks"]) for r in doc["capped"]], [(9.0, 12.0, 8)])
         self.assertIn("### allgather, eager, 1 process, at most 8 blocks", text)
+
+    def test_rows_against_the_ceilings(self):
+        # 512 MiB of AllGather (both directions busy) and of Broadcast (one), with the default
+        # blocks (64) and AllGather at most 8: each against the push ceiling at its blocks.
+        def big(lib, coll, busbw, blocks=""):
+            size, t = 512 << 20, (512 << 20) / busbw / 1e3
+            head = f"## RUN mode=eager lib={lib} coll={coll}{' blocks=' + blocks if blocks else ''} args: -g 2 -b 512M -e 512M\n"
+            return (head + f"# purlin-perf {coll}: backend cuda\n#\n# Collective: {coll}\n#\n"
+                    f"{size:12d} {size // 4:13d}     float     sum      -1 {t:8.2f} {busbw:7.2f} {busbw:7.2f}       0"
+                    f" {t:8.2f} {busbw:7.2f} {busbw:7.2f}       0\n## EXIT {coll} status=0\n")
+        ceilings = "# smbench\npush both 64 360.0\npush one 64 365.0\npush both 8 350.0\npull both 64 337.0\n"
+        text, doc = self.compare(big("purlin", "allgather", 342.0) + big("purlin", "broadcast", 365.0) +
+                                 big("purlin", "allgather", 175.0, "8"),
+                                 big("nccl", "allgather", 270.0) + big("nccl", "broadcast", 360.0), ceilings=ceilings)
+        got = {(r["coll"], r["blocks"]): r.get("of_ceiling") for r in doc["rows"] + doc["capped"]}
+        self.assertEqual(got, {("allgather", None): 0.95, ("broadcast", None): 1.0, ("allgather", 8): 0.5})
+        self.assertEqual(doc["ceilings"]["push both 64"], 360.0)
+        self.assertIn("| allgather | eager | 1 | no | 64 | 512 | 342.0 | 360.0 | 0.95 |", text)
+        _, plain = self.compare(big("purlin", "allgather", 342.0), big("nccl", "allgather", 270.0))
+        self.assertNotIn("of_ceiling", plain["rows"][0], "no ceilings, no fractions")
+        self.assertNotIn("ceilings", plain)
 
     def test_earlier_runs_are_merged_and_later_rows_win(self):
         # A suite run in two parts: the first measured graph allreduce and the fused rows, the

@@ -50,6 +50,10 @@
 #   perf-blocks eager 256 MiB of every collective with at most 8, then 16 thread blocks a
 #             call (PURLIN_MAX_CTAS, NCCL_MAX_CTAS), on Purlin and on NCCL; in perf.json
 #             under "capped", with their "blocks", apart from the default runs' "rows"
+#   ceilings  tests/gpu/smbench.cu (a plain copy kernel's NVLink push and pull at 4-132 blocks,
+#             one direction and both; ceilings-sm.txt) and tests/gpu/cebench.cu (the copy
+#             engine's; ceilings-ce.txt): perf.json keeps the first under "ceilings" and
+#             gives each row of 256 MiB or more its fraction of the push ceiling ("of_ceiling")
 # Everything lands in $PURLIN_GPU_LOGS (default build/gpu/logs): env.log, e2e.log (memalloc_e2e,
 # the staging test, then difftest), perf-purlin.txt, perf-nccl.txt,
 # perf-mproc.txt, memcheck.log, go-tests.log, summary.txt, and perf.json (every
@@ -76,7 +80,7 @@ summary="$out/summary.txt"
 fail=0
 
 note() { echo "$*" | tee -a "$summary"; }
-all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm torch perf-blocks "
+all_parts=" e2e staging peerdeath callpath callcache perf mproc difftest memcheck gotests perf-procs perf-registered rmsnorm torch perf-blocks ceilings "
 parts=${GPU_PARTS:-} parts=" ${parts//,/ } "
 for p in $parts; do
   [[ $all_parts == *" $p "* ]] || { echo "run.sh: GPU_PARTS names '$p', which is none of:$all_parts" >&2; exit 2; }
@@ -337,13 +341,24 @@ if want perf-blocks; then
   perf_verdicts perf-blocks
 fi
 
+# ---------- ceilings: what thread blocks and copy engines move over NVLink at most ----------
+t=$(left 90)
+if ! want ceilings; then :; elif (( t > 30 )); then
+  for b in smbench cebench; do
+    nvcc -std=c++17 -O3 -arch=sm_90 -o "$bin/$b" "$root/tests/gpu/$b.cu" >>"$out/env.log" 2>&1 || { note "FAIL ceilings ($b did not build: env.log)"; fail=1; }
+  done
+  [[ -x $bin/smbench ]] && timeout "$(( t / 2 ))" "$bin/smbench" 1024 >"$out/ceilings-sm.txt" 2>&1
+  verdict ceilings $? "($(grep -E '^push both 64 ' "$out/ceilings-sm.txt" | cut -c1-40))"
+  [[ -x $bin/cebench ]] && timeout "$(( t / 2 ))" "$bin/cebench" 1024 >"$out/ceilings-ce.txt" 2>&1
+else note "SKIP ceilings (no time)"; fi
+
 # ---------- summary ----------
 {
   echo; echo "## Purlin vs NCCL (tests/gpu/compare.py)"
   earlier=() nccl_logs=("$out/perf-nccl.txt")
   for d in ${PURLIN_GPU_EARLIER:-}; do earlier+=(--earlier "$d"); nccl_logs+=("$d/perf-nccl.txt"); done
   python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
-    --rmsnorm "$out/rmsnorm.json" --torch "$out/torch-allreduce.json" "${earlier[@]}" \
+    --rmsnorm "$out/rmsnorm.json" --torch "$out/torch-allreduce.json" --ceilings "$out/ceilings-sm.txt" "${earlier[@]}" \
     --commit "$(cat "$out/COMMIT")" --gpus "$NGPUS" \
     --nccl-version "$(cat "${nccl_logs[@]}" 2>/dev/null | grep -m1 -o 'NCCL API version [0-9]*' | grep -o '[0-9]*$')" || fail=1
   python3 "$root/tools/perfplot.py" "$out/perf.json" -o "$out/perf.svg" && echo "plot: perf.svg"
