@@ -2,7 +2,8 @@
 """compare.py: side-by-side tables of purlin-perf outputs, Purlin vs NCCL.
 
 Usage: compare.py PURLIN.txt NCCL.txt [--json OUT.json --commit C --gpus N --nccl-version V]
-                  [--rmsnorm RMSNORM.json] [--torch TORCH.json] [--ceilings SMBENCH.txt] [--earlier DIR ...]
+                  [--rmsnorm RMSNORM.json] [--torch TORCH.json] [--ceilings SMBENCH.txt] [--costs INIT.json]
+                  [--earlier DIR ...]
 Each file holds several purlin-perf runs, each preceded by a line
 '## RUN mode=<eager|graph> ... args: <purlin-perf arguments>' (tests/gpu/run.sh
 writes it). Runs with -R 1 (buffers registered as symmetric windows) are kept
@@ -31,9 +32,14 @@ of 256 MiB or more gets "of_ceiling", its bus bandwidth over the SM push ceiling
 where it ran with the defaults) with both directions busy, or one for the rooted collectives,
 which send one way at two ranks; a table prints them.
 
+--costs names tests/torch/bench_init.py --with-library's output: what creating a communicator and
+its first all_reduce take on each library, in time and GPU memory; perf.json keeps its rows under
+"costs" and a table prints them.
+
 --earlier DIR (repeatable, oldest first) names the logs of an earlier run of the suite on the
 same build (tests/gpu/run.sh with GPU_PARTS: a suite too long for one sitting, run in parts):
-its perf-purlin.txt, perf-nccl.txt, rmsnorm.json, torch-allreduce.json and ceilings-sm.txt come before the files named, a row measured
+its perf-purlin.txt, perf-nccl.txt, rmsnorm.json, torch-allreduce.json, ceilings-sm.txt and torch-init.json come before
+the files named, a row measured
 again replaces the earlier one, and wrong values and failed runs count from every run. DIR/COMMIT
 must name the --commit given, else nothing is written and the exit status is 2.
 """
@@ -205,6 +211,27 @@ def of_ceiling(rows, ceils):
     return lines
 
 
+def costs_rows(path):
+    """tests/torch/bench_init.py --with-library's rows: per communicator (first, second), each
+    library's creation plus first all_reduce (s) and GPU memory (MiB); [] without a file."""
+    if not path or not os.path.exists(path):
+        return []
+    return json.load(open(path)).get("rows", [])
+
+
+def costs_table(rows):
+    if not rows:
+        return []
+    fmt = lambda v, d: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
+    over = lambda a, b: "-" if a is None or not b else f"{a / b:.2f}"  # noqa: E731
+    return ["", "### What a communicator costs through PyTorch (tests/torch/bench_init.py, the largest over the ranks)",
+            "| communicator | Purlin s | NCCL s | Purlin MiB | NCCL MiB | time P/N | memory P/N |",
+            "|---|---:|---:|---:|---:|---:|---:|"] + [
+        f"| {r['comm']} | {fmt(r.get('purlin_s'), 3)} | {fmt(r.get('nccl_s'), 3)} | {fmt(r.get('purlin_mib'), 1)} "
+        f"| {fmt(r.get('nccl_mib'), 1)} | {over(r.get('purlin_s'), r.get('nccl_s'))} | {over(r.get('purlin_mib'), r.get('nccl_mib'))} |"
+        for r in rows]
+
+
 def table(title, header, cells):
     """A table under a ### title: header names its columns, each of cells is a row's texts."""
     if not cells:
@@ -269,6 +296,7 @@ def main():
     ap.add_argument("--rmsnorm", help="tests/torch/bench_rmsnorm.py's --json: rows of coll allreduce_rmsnorm")
     ap.add_argument("--torch", help="tests/torch/bench_allreduce.py --with-library's --json: rows of coll torch_allreduce")
     ap.add_argument("--ceilings", help="tests/gpu/smbench.cu's output: the SM push and pull ceilings")
+    ap.add_argument("--costs", help="tests/torch/bench_init.py --with-library's --json: a communicator's time and memory")
     ap.add_argument("--earlier", action="append", default=[], metavar="DIR",
                     help="logs of an earlier run of the suite on the same build, oldest first")
     a = ap.parse_args()
@@ -288,6 +316,7 @@ def main():
                                       if p and os.path.exists(p)), None)
     rmsnorm, torch_json = newest(a.rmsnorm, "rmsnorm.json"), newest(a.torch, "torch-allreduce.json")
     ceils = ceilings(newest(a.ceilings, "ceilings-sm.txt"))
+    costs = costs_rows(newest(a.costs, "torch-init.json"))
     keys = sorted(set(purlin[0]) | set(nccl[0]), key=lambda k: (k[0] != "eager",) + k[1:])
     last = None
     for key in keys:
@@ -314,13 +343,15 @@ def main():
     for line in rmsnorm_table(fused) + torch_table(through_torch):
         print(line)
     rows, capped = json_rows(purlin[0], nccl[0], False), json_rows(purlin[0], nccl[0], True)
-    for line in of_ceiling(rows + capped, ceils):
+    for line in of_ceiling(rows + capped, ceils) + costs_table(costs):
         print(line)
     if a.json:
         doc = {"date": datetime.date.today().isoformat(), "commit": a.commit, "gpus": a.gpus,
                "nccl_version": a.nccl_version}
         if ceils:
             doc["ceilings"] = {" ".join(map(str, k)): v for k, v in sorted(ceils.items())}
+        if costs:
+            doc["costs"] = costs
         lists = {"rows": rows + fused + through_torch, "capped": capped}
         with open(a.json, "w") as f:  # one row a line, so that a new run's diff reads row by row
             f.write(json.dumps(doc)[:-1] + "".join(f', "{k}": [\n' + ",\n".join(json.dumps(r) for r in v) + "\n]"

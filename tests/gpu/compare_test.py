@@ -48,7 +48,7 @@ def earlier_run(root, name, commit, purlin, nccl, rmsnorm=None):
 
 
 class CompareTest(unittest.TestCase):
-    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0, through_torch=None, ceilings=None):
+    def compare(self, purlin, nccl, rmsnorm=None, earlier=(), status=0, through_torch=None, ceilings=None, costs=None):
         """compare.py on these outputs; earlier: functions of a temporary directory returning an
         earlier run's logs there."""
         with tempfile.TemporaryDirectory() as d:
@@ -62,6 +62,9 @@ class CompareTest(unittest.TestCase):
             if through_torch is not None:
                 write(os.path.join(d, "torch.json"), json.dumps(through_torch))
                 extra += ["--torch", os.path.join(d, "torch.json")]
+            if costs is not None:
+                write(os.path.join(d, "init.json"), json.dumps(costs))
+                extra += ["--costs", os.path.join(d, "init.json")]
             if ceilings is not None:
                 write(os.path.join(d, "sm.txt"), ceilings)
                 extra += ["--ceilings", os.path.join(d, "sm.txt")]
@@ -190,6 +193,15 @@ class CompareTest(unittest.TestCase):
         _, plain = self.compare(big("purlin", "allgather", 342.0), big("nccl", "allgather", 270.0))
         self.assertNotIn("of_ceiling", plain["rows"][0], "no ceilings, no fractions")
         self.assertNotIn("ceilings", plain)
+
+    def test_costs_of_a_communicator(self):
+        args = "-g 2 -b 8 -e 8 -n 20 -w 2 -c 1"
+        rows = [{"comm": "first", "purlin_s": 0.1, "nccl_s": 0.6, "purlin_mib": 320.0, "nccl_mib": 952.0},
+                {"comm": "second", "purlin_s": 0.05, "nccl_s": 0.5, "purlin_mib": 134.0, "nccl_mib": 486.0}]
+        text, doc = self.compare(run_block("purlin", "eager", args, "allreduce", [3.0]),
+                                 run_block("nccl", "eager", args, "allreduce", [6.0]), costs={"rows": rows})
+        self.assertEqual(doc["costs"], rows)
+        self.assertIn("| first | 0.100 | 0.600 | 320.0 | 952.0 | 0.17 | 0.34 |", text)
 
     def test_earlier_runs_are_merged_and_later_rows_win(self):
         # A suite run in two parts: the first measured graph allreduce and the fused rows, the

@@ -46,7 +46,10 @@
 #   torch     tests/torch/bench_allreduce.py --with-library: torch.distributed.all_reduce on
 #             Purlin (build/nccl-so/libnccl.so.2 under LD_PRELOAD, else build/gpu/lib/libpurlin.so)
 #             and on NCCL, beside PyTorch's symmetric-memory one-shot and two-shot kernels
-#             (bf16, graphs, a process a GPU); its rows join perf.json as torch_allreduce
+#             (bf16, graphs, a process a GPU); its rows join perf.json as torch_allreduce;
+#             then tests/torch/bench_init.py: each library's communicator creation plus first
+#             all_reduce, and its GPU memory, for the world and a second communicator
+#             (perf.json "costs")
 #   perf-blocks eager 256 MiB of every collective with at most 8, then 16 thread blocks a
 #             call (PURLIN_MAX_CTAS, NCCL_MAX_CTAS), on Purlin and on NCCL; in perf.json
 #             under "capped", with their "blocks", apart from the default runs' "rows"
@@ -319,13 +322,17 @@ else note "SKIP rmsnorm (no time, no torch, or fewer GPUs than ranks: it needs a
 
 # ---------- torch: torch.distributed.all_reduce on Purlin (LD_PRELOAD) and on NCCL, beside symmetric memory ----------
 t=$(left 240)
-rm -f "$out/torch-allreduce.json"
+rm -f "$out/torch-allreduce.json" "$out/torch-init.json"
 dropin="$root/build/nccl-so/libnccl.so.2"
 [[ -f $dropin ]] || dropin="$gpu/lib/libpurlin.so"
 if ! want torch; then :; elif (( t > 60 && NGPUS >= 2 && NGPUS <= GPUS_LISTED )) && python3 -c "import torch" 2>/dev/null; then
   timeout "$t" python3 "$root/tests/torch/bench_allreduce.py" --nranks "$NGPUS" --with-library "$dropin" \
     --json "$out/torch-allreduce.json" >"$out/torch-allreduce.txt" 2>&1
   verdict torch $? "(torch-allreduce.txt, on $(basename "$dropin"))"
+  # What a communicator costs: its creation and first all_reduce, and its GPU memory (issue 11).
+  timeout "$(left 90)" python3 "$root/tests/torch/bench_init.py" --nranks "$NGPUS" --with-library "$dropin" \
+    --json "$out/torch-init.json" >"$out/torch-init.txt" 2>&1
+  verdict torch-init $? "(torch-init.txt)"
 else note "SKIP torch (no time, no torch, or fewer GPUs than ranks: it needs a GPU a rank)"; fi
 
 # ---------- perf-blocks: 256 MiB calls on 8 and 16 blocks, Purlin and NCCL, last: it may be cut ----------
@@ -358,7 +365,8 @@ else note "SKIP ceilings (no time)"; fi
   earlier=() nccl_logs=("$out/perf-nccl.txt")
   for d in ${PURLIN_GPU_EARLIER:-}; do earlier+=(--earlier "$d"); nccl_logs+=("$d/perf-nccl.txt"); done
   python3 "$root/tests/gpu/compare.py" "$out/perf-purlin.txt" "$out/perf-nccl.txt" --json "$out/perf.json" \
-    --rmsnorm "$out/rmsnorm.json" --torch "$out/torch-allreduce.json" --ceilings "$out/ceilings-sm.txt" "${earlier[@]}" \
+    --rmsnorm "$out/rmsnorm.json" --torch "$out/torch-allreduce.json" --ceilings "$out/ceilings-sm.txt" \
+    --costs "$out/torch-init.json" "${earlier[@]}" \
     --commit "$(cat "$out/COMMIT")" --gpus "$NGPUS" \
     --nccl-version "$(cat "${nccl_logs[@]}" 2>/dev/null | grep -m1 -o 'NCCL API version [0-9]*' | grep -o '[0-9]*$')" || fail=1
   python3 "$root/tools/perfplot.py" "$out/perf.json" -o "$out/perf.svg" && echo "plot: perf.svg"
