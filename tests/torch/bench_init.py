@@ -33,7 +33,10 @@ import time
 
 import torch
 import torch.distributed as dist
-from bench_allreduce import bench_parser, run_ranks
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_allreduce import bench_parser, run_ranks  # noqa: E402
 
 COMMS = ("first", "second")
 
