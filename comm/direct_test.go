@@ -41,10 +41,7 @@ func TestDirectCollectives(t *testing.T) {
 				}
 			}
 			const windowBytes = 4 << 20
-			bufs := make([]uintptr, n)
-			for r := range n {
-				bufs[r] = newBuffer(t, windowBytes).addr()
-			}
+			bufs := rankBuffers(t, n, windowBytes)
 			wins := registerAll(t, comms, bufs, windowBytes)
 			directs := runDirect(t, comms, bufs, windowBytes, cases, rng)
 			require.Positive(t, directs, "no call went direct")
@@ -145,10 +142,7 @@ func fill(b []byte, v byte) {
 func TestDirectNeedsSymmetricWindows(t *testing.T) {
 	const n, size = 2, 1 << 20
 	comms := startComms(t, n, testConfig())
-	bufs := make([]uintptr, n)
-	for r := range n {
-		bufs[r] = newBuffer(t, size).addr()
-	}
+	bufs := rankBuffers(t, n, size)
 	wins := make([]uintptr, n)
 	for r, err := range onEveryRank(n, func(r int) (err error) {
 		wins[r], err = comms[r].WindowRegister(bufs[r], size, WindowDefault)
@@ -177,10 +171,7 @@ func TestDirectNeedsSymmetricWindows(t *testing.T) {
 func TestDirectLaunchAllocatesNothing(t *testing.T) {
 	const n, size = 2, 1 << 20
 	comms := startComms(t, n, testConfig())
-	bufs := make([]uintptr, n)
-	for r := range n {
-		bufs[r] = newBuffer(t, size).addr()
-	}
+	bufs := rankBuffers(t, n, size)
 	registerAll(t, comms, bufs, size)
 	call := &spec.Call{Coll: spec.AllGather, Type: spec.Float32, Count: 8192, Rank: 0, NRanks: n, Recv: bufs[0], Send: bufs[0] + size/2}
 	var b atom.Buffers

@@ -12,20 +12,7 @@
 // CUDA graph (the sequence captured once, replayed) and eagerly.
 //
 //	nvcc -std=c++17 -O3 -arch=sm_90 -o cebench tests/gpu/cebench.cu && ./cebench [MiB]
-#include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                    \
-    }                                                                             \
-  } while (0)
+#include "besttime.cuh"
 
 __global__ void raise(unsigned long long* flag, unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flag), "l"(v) : "memory");
@@ -80,37 +67,13 @@ static double timeit(std::vector<Side>& sides, size_t bytes, size_t chunk, int n
       CHECK(cudaGraphDestroy(g));
     }
   }
-  double best = 0;
-  for (int t = 0; t < 6; t++) {
-    std::vector<cudaEvent_t> a(sides.size()), b(sides.size());
-    for (size_t j = 0; j < sides.size(); j++) {
-      CHECK(cudaSetDevice(sides[j].dev));
-      CHECK(cudaDeviceSynchronize());
-    }
-    for (size_t j = 0; j < sides.size(); j++) {
-      Side& s = sides[j];
-      CHECK(cudaSetDevice(s.dev));
-      CHECK(cudaEventCreate(&a[j]));
-      CHECK(cudaEventCreate(&b[j]));
-      CHECK(cudaEventRecord(a[j], s.streams[0]));
-      if (graph) CHECK(cudaGraphLaunch(execs[j], s.streams[0]));
-      else
-        for (int r = 0; r < reps; r++) issue(s, bytes, chunk, nstreams, r);
-      CHECK(cudaEventRecord(b[j], s.streams[0]));
-    }
-    float worst = 0;
-    for (size_t j = 0; j < sides.size(); j++) {
-      CHECK(cudaSetDevice(sides[j].dev));
-      CHECK(cudaEventSynchronize(b[j]));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, a[j], b[j]));
-      worst = ms > worst ? ms : worst;
-      CHECK(cudaEventDestroy(a[j]));
-      CHECK(cudaEventDestroy(b[j]));
-    }
-    double gbs = (double)bytes * reps / (worst * 1e-3) / 1e9;
-    if (t > 0 && gbs > best) best = gbs;  // the first is a warm-up
-  }
+  std::vector<Lane> lanes;
+  for (const Side& s : sides) lanes.push_back(Lane{s.dev, s.streams[0]});
+  const double best = bestGBs(lanes, (double)bytes * reps, [&](size_t j) {
+    if (graph) CHECK(cudaGraphLaunch(execs[j], sides[j].streams[0]));
+    else
+      for (int r = 0; r < reps; r++) issue(sides[j], bytes, chunk, nstreams, r);
+  });
   if (graph)
     for (size_t j = 0; j < sides.size(); j++) CHECK(cudaGraphExecDestroy(execs[j]));
   return best;

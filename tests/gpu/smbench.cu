@@ -15,20 +15,7 @@
 //	nvcc -std=c++17 -O3 -arch=sm_90 -o smbench tests/gpu/smbench.cu && ./smbench [MiB]
 //
 // Output: one line per (kind, directions, blocks): "push both 64 361.2".
-#include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CHECK(x)                                                                           \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
+#include "besttime.cuh"
 
 constexpr int kThreads = 512, kUnroll = 4;
 
@@ -55,41 +42,16 @@ struct Direction {
   cudaStream_t stream;
 };
 
-// best returns the best GB/s per direction of 5 timed runs, every direction at once.
+// best returns the best GB/s per direction of 5 timed runs of 4 copies on
+// every direction at once.
 static double best(std::vector<Direction>& dirs, size_t bytes, int blocks) {
   const int reps = 4;
-  const size_t n = bytes / sizeof(uint4);
-  double top = 0;
-  for (int t = 0; t < 6; t++) {
-    std::vector<cudaEvent_t> a(dirs.size()), b(dirs.size());
-    for (auto& d : dirs) {
-      CHECK(cudaSetDevice(d.runner));
-      CHECK(cudaDeviceSynchronize());
-    }
-    for (size_t j = 0; j < dirs.size(); j++) {
-      Direction& d = dirs[j];
-      CHECK(cudaSetDevice(d.runner));
-      CHECK(cudaEventCreate(&a[j]));
-      CHECK(cudaEventCreate(&b[j]));
-      CHECK(cudaEventRecord(a[j], d.stream));
-      for (int r = 0; r < reps; r++) copy<<<blocks, kThreads, 0, d.stream>>>(d.dst, d.src, n);
-      CHECK(cudaGetLastError());
-      CHECK(cudaEventRecord(b[j], d.stream));
-    }
-    float worst = 0;
-    for (size_t j = 0; j < dirs.size(); j++) {
-      CHECK(cudaSetDevice(dirs[j].runner));
-      CHECK(cudaEventSynchronize(b[j]));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, a[j], b[j]));
-      worst = ms > worst ? ms : worst;
-      CHECK(cudaEventDestroy(a[j]));
-      CHECK(cudaEventDestroy(b[j]));
-    }
-    const double gbs = (double)bytes * reps / (worst * 1e-3) / 1e9;
-    if (t > 0 && gbs > top) top = gbs;  // the first is a warm-up
-  }
-  return top;
+  std::vector<Lane> lanes;
+  for (const Direction& d : dirs) lanes.push_back(Lane{d.runner, d.stream});
+  return bestGBs(lanes, (double)bytes * reps, [&](size_t j) {
+    for (int r = 0; r < reps; r++) copy<<<blocks, kThreads, 0, dirs[j].stream>>>(dirs[j].dst, dirs[j].src, bytes / sizeof(uint4));
+    CHECK(cudaGetLastError());
+  });
 }
 
 int main(int argc, char** argv) {
