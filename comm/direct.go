@@ -8,11 +8,12 @@ import (
 	"purlin/spec"
 )
 
-// Zero-copy. A collective of copies whose output lies in a window
-// registered with WindowCollSymmetric (ncclCommWindowRegister with
-// NCCL_WIN_COLL_SYMMETRIC) is planned with snac.Topology.Direct: its
+// Zero-copy. A collective of copies or an AllReduce whose output lies in
+// a window registered with WindowCollSymmetric (ncclCommWindowRegister
+// with NCCL_WIN_COLL_SYMMETRIC) is planned with snac.Topology.Direct: its
 // producers push straight into the consumers' outputs, which this rank
-// reaches through the window's mapping of every rank's buffer. As with
+// reaches through the window's mapping of every rank's buffer. A
+// communicator across nodes never does (its calls run as Programs). As with
 // NCCL's symmetric kernels, the flag is the caller's promise that every
 // rank passes its output at the same offset of the window: ranks that
 // disagree (one in a window, one not) fail the call on its check words,
@@ -100,7 +101,7 @@ func (c *Comm) PushesDirect(call *spec.Call) bool {
 // output. It allocates nothing and takes no lock.
 func (c *Comm) directOf(call *spec.Call, b *atom.Buffers) bool {
 	list := c.direct.Load()
-	if list == nil || !c.plans.pushes(call) {
+	if list == nil || !c.PushesDirect(call) {
 		return false
 	}
 	_, out := call.Extents()

@@ -305,7 +305,12 @@ func TestCommAcrossNodesWindows(t *testing.T) {
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			call := spec.Call{Coll: spec.AllReduce, Count: size / 4, Type: spec.Float32, Send: addr(bufs[r]), Recv: addr(bufs[r])}
+			call := spec.Call{Coll: spec.AllReduce, Count: size / 4, Type: spec.Float32, Send: addr(bufs[r]), Recv: addr(bufs[r]),
+				Rank: r, NRanks: n}
+			if comms[r].DirectCall(&call) || comms[r].PushesDirect(&call) {
+				errList[r] = fmt.Errorf("a call across nodes pushes straight into outputs")
+				return
+			}
 			if errList[r] = comms[r].Collective(&call, 0); errList[r] == nil {
 				errList[r] = comms[r].Synchronize()
 			}
