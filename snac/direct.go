@@ -91,14 +91,21 @@ func (b *builder) emitDirect(w int, x *exchange) {
 		dst.Rank = uint8(o.to)
 		rows(b.copy(w, dst, at(SpaceSend, o.src, lo, o.srcStride), hi-lo, 0, 0), lo, o.srcStride, o.dstStride)
 	}
-	for q, h := range hear {
-		if h.on {
-			b.notify(w, q, b.readySlot(FlagReady, b.me, q, w), 1, h.check)
+	b.published(w, x)
+}
+
+// published is the tail of worker w's direct exchange: FlagReady raised on
+// each consumer it pushed a span to, releasing the pushes, then awaited
+// from each producer that pushed one to it.
+func (b *builder) published(w int, x *exchange) {
+	for _, o := range x.outs {
+		if b.g.hasPiece(o.length, w) {
+			b.notify(w, o.to, b.readySlot(FlagReady, b.me, o.to, w), 1, o.check)
 		}
 	}
-	for q, t := range tell {
-		if t.on {
-			b.wait(w, b.readySlot(FlagReady, q, b.me, w), 1, t.check)
+	for _, in := range x.ins {
+		if b.g.hasPiece(in.length, w) {
+			b.wait(w, b.readySlot(FlagReady, in.from, b.me, w), 1, in.check)
 		}
 	}
 }
@@ -153,14 +160,5 @@ func (b *builder) emitDirectTranspose(w int, x *exchange) {
 			b.copy(w, dst, src, hi-lo, 0, 0)
 		}
 	}
-	for _, o := range x.outs {
-		if g.hasPiece(o.length, w) {
-			b.notify(w, o.to, b.readySlot(FlagReady, b.me, o.to, w), 1, o.check)
-		}
-	}
-	for _, in := range x.ins {
-		if g.hasPiece(in.length, w) {
-			b.wait(w, b.readySlot(FlagReady, in.from, b.me, w), 1, in.check)
-		}
-	}
+	b.published(w, x)
 }

@@ -160,18 +160,27 @@ def run_ranks(name: str, rank_main, args: argparse.Namespace):
     return rows, all(proc.exitcode == 0 for proc in procs)
 
 
+def preloaded_rows(script: str, argv: list, library: str) -> tuple:
+    """Runs script again with argv, --json and --prove, under LD_PRELOAD=library
+    (each rank proving the preload), and returns the rows it wrote ([] where
+    none) and whether it exited 0."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "preloaded.json")
+        lib = os.path.realpath(library)
+        env = dict(os.environ, LD_PRELOAD=lib, PURLIN_DROPIN_LIBRARY=lib)
+        ok = subprocess.run([sys.executable, os.path.abspath(script)] + argv + ["--json", out, "--prove"],
+                            env=env).returncode == 0
+        return (json.load(open(out))["rows"] if os.path.exists(out) else []), ok
+
+
 def beside(args: argparse.Namespace, nccl_rows: list) -> tuple:
     """Runs this script again with LD_PRELOAD=args.with_library and returns its
     rows joined to nccl_rows (the run on the NCCL torch links) size by size,
     and whether it exited 0."""
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "purlin.json")
-        argv = [sys.executable, os.path.abspath(__file__), "--nranks", str(args.nranks), "--calls", str(args.calls),
-                "--replays", str(args.replays), "--sizes", ",".join(map(str, args.sizes)), "--json", out, "--prove"]
-        lib = os.path.realpath(args.with_library)
-        env = dict(os.environ, LD_PRELOAD=lib, PURLIN_DROPIN_LIBRARY=lib)
-        ok = subprocess.run(argv, env=env).returncode == 0
-        purlin = {r["bytes"]: r for r in json.load(open(out))["rows"]} if os.path.exists(out) else {}
+    preloaded, ok = preloaded_rows(__file__, ["--nranks", str(args.nranks), "--calls", str(args.calls),
+                                              "--replays", str(args.replays), "--sizes", ",".join(map(str, args.sizes))],
+                                   args.with_library)
+    purlin = {r["bytes"]: r for r in preloaded}
     rows = []
     for r in nccl_rows:
         p = purlin.get(r["bytes"], {})

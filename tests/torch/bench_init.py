@@ -26,9 +26,7 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import torch
@@ -36,7 +34,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_allreduce import bench_parser, run_ranks  # noqa: E402
+from bench_allreduce import bench_parser, preloaded_rows, run_ranks  # noqa: E402
 
 COMMS = ("first", "second")
 
@@ -84,12 +82,7 @@ def rank_main(rank: int, args: argparse.Namespace, results) -> None:
 
 def beside(args: argparse.Namespace) -> tuple:
     """This script again with LD_PRELOAD=args.with_library: its row, and whether it exited 0."""
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "purlin.json")
-        argv = [sys.executable, os.path.abspath(__file__), "--nranks", str(args.nranks), "--json", out, "--prove"]
-        lib = os.path.realpath(args.with_library)
-        ok = subprocess.run(argv, env=dict(os.environ, LD_PRELOAD=lib, PURLIN_DROPIN_LIBRARY=lib)).returncode == 0
-        rows = json.load(open(out))["rows"] if os.path.exists(out) else []
+    rows, ok = preloaded_rows(__file__, ["--nranks", str(args.nranks)], args.with_library)
     return (rows[0] if rows else None), ok and bool(rows)
 
 
