@@ -39,12 +39,13 @@ import "purlin/spec"
 // epilogue, its lengths known to every rank, and an output on every rank
 // (each rank decides from where its own output lies: a Gather's other
 // ranks have none to tell them where the root's is). Of the transposes,
-// AllToAll alone (emitDirectTranspose); its V and matrix forms have no
-// in-place form to line up with.
+// the even one alone (AllToAll: emitDirectTranspose); V and column
+// layouts have no in-place form to line up with.
 func Directs(c *spec.Call) bool {
 	d := c.Coll.Definition()
 	_, known := globalLongest(c)
-	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && (d.Out.Shape != spec.Transposed || c.Coll == spec.AllToAll) && !d.Out.Rooted
+	evenTranspose := d.Out.Shape == spec.Transposed && !d.Out.V && !d.Out.Columns
+	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && (d.Out.Shape != spec.Transposed || evenTranspose) && !d.Out.Rooted
 	return known && c.NRanks > 1 && (copies || allReduces(c.Coll)) && c.Epilogue.Kind == 0
 }
 
