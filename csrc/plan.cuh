@@ -33,7 +33,7 @@ constexpr int kMaxBuffers = 16;
 constexpr uint64_t kImageHeader = 16;
 
 /** Flag kinds, as snac.FlagSlot lays out slots (snac.FlagReady ...). */
-enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kNumFlagKinds = 6 };
+enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kFlagJoined = 6, kNumFlagKinds = 7 };
 enum Verb : uint8_t { kCopy = 0, kReduce = 1, kNotify = 2, kWait = 3, kAdvance = 4, kEpilogue = 5, kRepeat = 6 };
 enum Space : uint8_t { kSpaceSend = 0, kSpaceRecv = 1, kSpaceStage = 2, kSpacePacket = 3, kSpacePeerRecv = 4, kNumSpaces = 5 };
 

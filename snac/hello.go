@@ -76,11 +76,13 @@ func (x *exchange) peers() (sends, hears uint64) {
 // the join that ends one call of the chain: it raises its own flag on this
 // rank, then waits for every worker's (one run of waits).
 // epoch+EpochAdvance is the value: the next call's epoch, above any earlier
-// join's.
+// join's. The flags are of their own kind (FlagJoined): on a send channel
+// to this rank itself, a FlagDone of this rank is the receiver's done rule
+// (done.go), which a join must not satisfy.
 func join(dst []Step, ch uint16, rank int, idx uint16, width int) []Step {
-	dst = append(dst, Step{Verb: Notify, Peer: uint8(rank), Slot: FlagSlot(ch, FlagDone, rank, int(idx)), Delta: EpochAdvance, Check: DoneCheck})
+	dst = append(dst, Step{Verb: Notify, Peer: uint8(rank), Slot: FlagSlot(ch, FlagJoined, rank, int(idx)), Delta: EpochAdvance, Check: DoneCheck})
 	for v := range width {
-		dst = append(dst, Step{Verb: Wait, Slot: FlagSlot(ch, FlagDone, rank, v), Delta: EpochAdvance, Check: DoneCheck})
+		dst = append(dst, Step{Verb: Wait, Slot: FlagSlot(ch, FlagJoined, rank, v), Delta: EpochAdvance, Check: DoneCheck})
 	}
 	return dst
 }

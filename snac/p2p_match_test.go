@@ -216,3 +216,19 @@ func TestP2PRandomGroupings(t *testing.T) {
 		}
 	}
 }
+
+// TestP2PSelfChainsJoinApart: a group of transfers from a rank to itself,
+// one below the copy engine's size and one on it, chains them on the send
+// channel to itself with a join between them (Merge). Its flags are of
+// their own kind: the done rule's FlagDone on that channel is the
+// receiver's, the same rank's, and a join that raised it let the second
+// transfer overwrite the first's staging before it was read.
+func TestP2PSelfChainsJoinApart(t *testing.T) {
+	for seed := range uint64(40) {
+		w := newWorld(t, 2, 2*seed+1) // odd: engineTopo
+		small := spectest.Event{From: 0, To: 0, Count: 548, Type: spec.Uint32}
+		large := spectest.Event{From: 0, To: 0, Count: 1820, Type: spec.Uint32} // past EngineMin
+		prog := spectest.Program{NRanks: 2, Events: []spectest.Event{small, large, small, large}, Groups: [][]int{{8}, nil}}
+		w.runProgram(&prog, whole)
+	}
+}

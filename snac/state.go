@@ -44,6 +44,7 @@ const (
 	FlagDone            // the source finished the call (lets a producer reuse a staging half)
 	FlagAgree           // the source's check word of a rooted call, before anything depends on the root
 	FlagGathered        // a gathered chunk was copied out (drain signal of an AllReduce's second phase on the copy engine)
+	FlagJoined          // the source (this rank) finished a call of a merged chain on every worker (Merge's join)
 	numFlagKinds
 )
 

@@ -77,6 +77,6 @@ func TestHeaderLimitsMatchSnac(t *testing.T) {
 	require.Equal(t, int(snac.DoneCheck), get("kDoneCheck"))
 	require.Contains(t, string(src), "kEpochAdvance = (1ull << 20) + 1;")
 	require.Equal(t, uint64(1<<20+1), uint64(snac.EpochAdvance))
-	require.Contains(t, string(src), "enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kNumFlagKinds = 6 };")
-	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6}, []int{snac.FlagReady, snac.FlagReduced, snac.FlagConsumed, snac.FlagDone, snac.FlagAgree, snac.FlagGathered, int(snac.FlagSlot(1, 0, 0, 0)) / (snac.MaxRanks * snac.MaxWorkers)}, "flag kinds")
+	require.Contains(t, string(src), "enum FlagKind : uint32_t { kFlagReady = 0, kFlagReduced = 1, kFlagConsumed = 2, kFlagDone = 3, kFlagAgree = 4, kFlagGathered = 5, kFlagJoined = 6, kNumFlagKinds = 7 };")
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, []int{snac.FlagReady, snac.FlagReduced, snac.FlagConsumed, snac.FlagDone, snac.FlagAgree, snac.FlagGathered, snac.FlagJoined, int(snac.FlagSlot(1, 0, 0, 0)) / (snac.MaxRanks * snac.MaxWorkers)}, "flag kinds")
 }
