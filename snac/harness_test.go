@@ -73,6 +73,9 @@ func place(c *spec.Call, inPlace bool) uint64 {
 	in, out := c.Extents()
 	size := uint64(c.Type.Size())
 	c.Send, c.Recv = base, base+uintptr(in)+64
+	for !inPlace && c.InPlace() { // apart, though a V call's empty part of this rank may lie where Recv fell
+		c.Recv += 64
+	}
 	if inPlace {
 		switch c.Coll {
 		case spec.AllReduce, spec.Broadcast, spec.Reduce, spec.AllToAll:

@@ -152,6 +152,11 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 				continue
 			}
 			if rk.cur == nil {
+				if len(rk.queue) > 0 { // its next Launch begins at a moment of its own
+					busy = true
+					runnable = append(runnable, ref{rk.id, begins})
+					weight += fastWeight
+				}
 				continue
 			}
 			busy = true
@@ -177,15 +182,27 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 			}
 			return out
 		}
+		weightOf := func(p ref) int {
+			if p.w == begins {
+				return fastWeight
+			}
+			return s.ranks[p.r].workers[p.w].weight()
+		}
 		var pick ref
 		for i, at := 0, s.rng.IntN(weight); ; i++ {
-			if at -= s.ranks[runnable[i].r].workers[runnable[i].w].weight(); at < 0 {
+			if at -= weightOf(runnable[i]); at < 0 {
 				pick = runnable[i]
 				break
 			}
 		}
 		rk := s.ranks[pick.r]
-		if err := s.step(rk, pick.w); err != nil {
+		var err error
+		if pick.w == begins {
+			err = s.begin(rk)
+		} else {
+			err = s.step(rk, pick.w)
+		}
+		if err != nil {
 			out[rk.id] = err
 			if firstOnly {
 				return out
@@ -197,40 +214,47 @@ func (s *Sim) run(launches [][]*Launch, firstOnly bool) []error {
 	}
 }
 
-// advance finishes rank rk's current Launch when all its workers are done
-// and starts the next one, reading every worker's epoch.
+// begins, in place of a worker, is the moment a rank's next Launch begins.
+// A GPU runs a rank's calls in turn, but when the next one begins is its
+// stream's business (other work before it, a late launch): until then
+// the rank is in no call, and no peer may push into its output.
+const begins = -1
+
+// advance finishes rank rk's current Launch when all its workers are done.
 func (s *Sim) advance(rk *rank) error {
-	for {
-		if rk.cur != nil {
-			for _, w := range rk.workers {
-				if !w.done {
-					return nil
-				}
-			}
-			rk.cur = nil
-			rk.calls++
-		}
-		if len(rk.queue) == 0 {
+	if rk.cur == nil {
+		return nil
+	}
+	for _, w := range rk.workers {
+		if !w.done {
 			return nil
 		}
-		rk.cur, rk.queue = rk.queue[0], rk.queue[1:]
-		p, err := rk.cur.Plan.Unrolled() // the steps one by one, as the Atoms run a loop (snac.Unroll)
-		if err == nil {
-			err = errors.Join(engineSteps(p), sameAdvances(p))
-		}
-		rk.plan = p
-		if err != nil {
-			return fmt.Errorf("snactest: rank %d call %d: %w", rk.id, rk.calls, err)
-		}
-		rk.workers = make([]worker, len(p.Workers))
-		for i, wk := range p.Workers {
-			rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)],
-				slow: s.rng.IntN(slowOdds) == 0}
-			if wk.Count == 0 {
-				s.finish(rk, i)
-			}
+	}
+	rk.cur = nil
+	rk.calls++
+	return nil
+}
+
+// begin starts rank rk's next Launch, reading every worker's epoch.
+func (s *Sim) begin(rk *rank) error {
+	rk.cur, rk.queue = rk.queue[0], rk.queue[1:]
+	p, err := rk.cur.Plan.Unrolled() // the steps one by one, as the Atoms run a loop (snac.Unroll)
+	if err == nil {
+		err = errors.Join(engineSteps(p), sameAdvances(p))
+	}
+	rk.plan = p
+	if err != nil {
+		return fmt.Errorf("snactest: rank %d call %d: %w", rk.id, rk.calls, err)
+	}
+	rk.workers = make([]worker, len(p.Workers))
+	for i, wk := range p.Workers {
+		rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)],
+			slow: s.rng.IntN(slowOdds) == 0}
+		if wk.Count == 0 {
+			s.finish(rk, i)
 		}
 	}
+	return nil
 }
 
 // engineSteps checks the contract of p's copy-engine workers
