@@ -145,7 +145,7 @@ func (b *builder) emitAllReduceEngine(length, longest uint64) {
 	}
 	chunks := g.chunks(longest)
 	for w := range g.workers {
-		b.handshake(w, &peers, &peers)
+		b.handshake(w, &peers, &peers, 0)
 		for c := 0; c <= chunks; c++ {
 			if c < chunks {
 				b.scatterChunk(w, c, piece)

@@ -12,7 +12,8 @@ import "purlin/spec"
 // transfer:
 //
 //   - enter: it tells each producer it hears from that this rank has begun
-//     the call (FlagConsumed at the call's epoch, delta 0), then waits for
+//     the call (FlagConsumed at delta 1: a first call's epoch is 0, and a
+//     wait for 0 waits for nothing), then waits for
 //     the same word from each consumer it pushes to. A consumer that has
 //     begun the call has finished every call before it (an Atom runs a
 //     rank's calls in turn), so nothing of its earlier calls reads or
@@ -85,7 +86,7 @@ func (b *builder) emitDirect(w int, x *exchange) {
 			hear[o.to] = peerWord{true, o.check}
 		}
 	}
-	b.handshake(w, &tell, &hear)
+	b.handshake(w, &tell, &hear, 1)
 	for _, o := range x.outs {
 		lo, hi := b.g.span(o.length, w)
 		dst := at(SpacePeerRecv, o.dst, lo, o.dstStride)

@@ -112,17 +112,22 @@ func TestDirectDisagreementFails(t *testing.T) {
 	}
 }
 
-// TestDirectPlansDoNotMerge: a direct Plan addresses the one call's
-// outputs on its peers, so it runs alone.
+// TestDirectPlansDoNotMerge: a Plan that pushes into its peers' outputs
+// addresses the one call's outputs there, so it runs alone: a direct
+// AllGather, and an AllReduce that pushes its reduced shards into them,
+// whose Regime is not RegimeDirect.
 func TestDirectPlansDoNotMerge(t *testing.T) {
 	topo := testTopo(2)
 	topo.Direct = true
-	calls := ladderCalls(2, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, 24<<10, 0)
-	p, err := snac.Build(calls[0], topo)
-	require.NoError(t, err)
-	require.Equal(t, snac.RegimeDirect, p.Regime)
-	_, err = snac.Merge(p, p)
-	require.ErrorContains(t, err, "direct")
+	for _, coll := range []spec.Collective{spec.AllGather, spec.AllReduce} {
+		calls := ladderCalls(2, coll, spec.Float32, spec.Op{Kind: spec.Sum}, 96<<10, 0)
+		p, err := snac.Build(calls[0], topo)
+		require.NoError(t, err)
+		require.True(t, p.PushesIntoPeers(), "%s", calls[0])
+		require.Equal(t, coll == spec.AllGather, p.Regime == snac.RegimeDirect, "%s: %s", calls[0], p.Regime)
+		_, err = snac.Merge(p, p)
+		require.ErrorContains(t, err, "direct", "%s", calls[0])
+	}
 }
 
 // spacesOf is the spaces p's Refs name.
@@ -171,4 +176,27 @@ func TestDirectPropertyQueued(t *testing.T) {
 		q.run("seed %d, %d ranks", seed, n)
 	}
 	require.Positive(t, pushed, "no Plan pushed into a peer's output")
+}
+
+// TestDirectFirstCall: a communicator's first call pushes into no output
+// before its rank has begun the call (the simulator begins each rank's
+// calls at moments of its own, as streams do: until then earlier work on
+// the stream may still use the output). Its epoch is 0, so an enter that
+// waits for "begun" at delta 0 would wait for nothing.
+func TestDirectFirstCall(t *testing.T) {
+	seeds := 50
+	if raceEnabled {
+		seeds = 12
+	}
+	for _, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.Scatter, spec.AllToAll, spec.AllReduce} {
+		for _, topo := range []snac.Topology{testTopo(2), engineTopo(2)} {
+			topo.Direct = true
+			for seed := range uint64(seeds) {
+				q := newQueue(t, 2, seed, topo)
+				calls := ladderCalls(2, coll, spec.Float32, spectest.OpFor(spec.Op{Kind: spec.Sum}, spec.Float32, 2), 24<<10, 1)
+				q.add(calls, false)
+				q.run("%s engine %v seed %d", coll, topo.EngineMin != 0, seed)
+			}
+		}
+	}
 }

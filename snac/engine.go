@@ -140,7 +140,7 @@ func (b *builder) enter(w int, x *exchange) {
 			hear[o.to] = peerWord{true, o.check}
 		}
 	}
-	b.handshake(w, &tell, &hear)
+	b.handshake(w, &tell, &hear, 0)
 }
 
 // peerWord is a signal to or from one rank, with its check word.
@@ -151,17 +151,20 @@ type peerWord struct {
 
 // handshake is enter's signals: w's first consumer tells each rank of tell
 // that this rank has begun the call, then producer w waits for the same
-// word from each rank of hear.
-func (b *builder) handshake(w int, tell, hear *[MaxRanks]peerWord) {
+// word from each rank of hear. At delta 0 a call's first epoch (0) waits
+// for nothing, which suits staging (no call before used it); a push into
+// an output, which earlier work on the consumer's stream may still use,
+// says it at delta 1 (direct.go).
+func (b *builder) handshake(w int, tell, hear *[MaxRanks]peerWord, delta int64) {
 	v := b.consumer(w, 0)
 	for q, t := range tell {
 		if t.on {
-			b.notify(v, q, b.consumedSlot(q, b.me, v), 0, t.check)
+			b.notify(v, q, b.consumedSlot(q, b.me, v), delta, t.check)
 		}
 	}
 	for q, h := range hear {
 		if h.on {
-			b.wait(w, b.consumedSlot(b.me, q, v), 0, h.check)
+			b.wait(w, b.consumedSlot(b.me, q, v), delta, h.check)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func Merge(plans ...*Plan) (*Plan, error) {
 	var channels []uint16
 	buffers := uint8(0)
 	for i, p := range plans {
-		if p.Regime == RegimeDirect && len(plans) > 1 {
+		if len(plans) > 1 && p.PushesIntoPeers() {
 			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d pushes into peers' outputs (direct), which a Plan does alone", i)
 		}
 		if p.NRanks != out.NRanks || p.Rank != out.Rank {

@@ -252,6 +252,18 @@ var regimeNames = [...]string{"empty", "packet", "staged", "chunked", "ring", "d
 
 func (r Regime) String() string { return regimeNames[r] }
 
+// PushesIntoPeers reports whether a step of p writes into a peer's output
+// (SpacePeerRecv): a direct Plan, or an AllReduce that pushes its reduced
+// shards there, whatever its Regime says.
+func (p *Plan) PushesIntoPeers() bool {
+	for i := range p.Steps {
+		if st := &p.Steps[i]; (st.Verb == Copy || st.Verb == Reduce) && st.Dst.Space == SpacePeerRecv {
+			return true
+		}
+	}
+	return false
+}
+
 // Bytes is the memory of p's steps and workers.
 func (p *Plan) Bytes() uint64 {
 	return uint64(len(p.Steps))*uint64(unsafe.Sizeof(Step{})) + uint64(len(p.Workers))*uint64(unsafe.Sizeof(Worker{}))

@@ -25,18 +25,26 @@ import (
 //
 // Then the same on the copy engine (engineTopology), whose bulk copies
 // push into the peers' outputs.
+//
+// Then ("stream work first") each call's output is first written by work
+// queued on its rank's stream: a producer must not push into it before
+// the consumer's stream has reached the call, the first call of the ranks
+// (epoch 0) included.
 func TestGPUDirect(t *testing.T) {
 	needGPUs(t, 1)
 	t.Run("blocks", func(t *testing.T) { runGPUDirect(t, gpuTopology) })
 	t.Run("engine", func(t *testing.T) { runGPUDirect(t, engineTopology) })
+	t.Run("stream work first", func(t *testing.T) { runGPUDirectAfterStreamWork(t, gpuTopology) })
+	t.Run("stream work first, engine", func(t *testing.T) { runGPUDirectAfterStreamWork(t, engineTopology) })
 }
 
-func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
-	const n, window = 2, 256 << 20
-	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), topology, inTurn())
-	bufs, peers := make([]uintptr, n), make([][]uintptr, n)
+// mapDirectWindow allocates a window of size bytes on every rank and maps
+// it on all of them: each rank's buffer, and every rank's as it addresses them.
+func mapDirectWindow(t *testing.T, ranks []*gpuRank, size uintptr) (bufs []uintptr, peers [][]uintptr) {
+	n := len(ranks)
+	bufs, peers = make([]uintptr, n), make([][]uintptr, n)
 	for r, g := range ranks {
-		p, err := g.MemAlloc(window)
+		p, err := g.MemAlloc(size)
 		require.NoError(t, err)
 		t.Cleanup(func() { MemFree(p) })
 		bufs[r] = p
@@ -46,7 +54,7 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 	errList := make([]error, n)
 	var wg sync.WaitGroup
 	for r, g := range ranks {
-		wg.Go(func() { views[r], errList[r] = g.MapWindow(ex[r], bufs[r], window) })
+		wg.Go(func() { views[r], errList[r] = g.MapWindow(ex[r], bufs[r], uint64(size)) })
 	}
 	wg.Wait()
 	for r := range n {
@@ -54,6 +62,13 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 		t.Cleanup(func() { views[r].Close() })
 		peers[r] = views[r].Peers()
 	}
+	return bufs, peers
+}
+
+func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
+	const n, window = 2, 256 << 20
+	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), topology, inTurn())
+	bufs, peers := mapDirectWindow(t, ranks, window)
 
 	rng := rand.New(rand.NewPCG(5, 31))
 	type queued struct {
@@ -108,7 +123,7 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 				for p := range n {
 					b.PeerRecv[p] = peers[r][p] + at
 				}
-				if pushes(plan) {
+				if plan.PushesIntoPeers() {
 					directs++
 				}
 				require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
@@ -131,12 +146,72 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 	}
 }
 
-// pushes reports whether p writes into a peer's output (snac.SpacePeerRecv).
-func pushes(p *snac.Plan) bool {
-	for _, st := range p.Steps {
-		if (st.Verb == snac.Copy || st.Verb == snac.Reduce) && st.Dst.Space == snac.SpacePeerRecv {
-			return true
+// runGPUDirectAfterStreamWork runs direct calls on fresh ranks, every
+// output at offset 0 of the window. Before each call, each rank's stream
+// first copies a large scratch buffer (so it is busy) and then fills the
+// output with 0xA5 bytes; one thread issues rank 0's work and call, then
+// rank 1's, so rank 0's call begins while rank 1's fill still waits on its
+// stream. A push that does not wait for its consumer to begin the call
+// lands before that fill and is overwritten. Each call is checked alone.
+func runGPUDirectAfterStreamWork(t *testing.T, topology func(n, rank int) snac.Topology) {
+	const n, window, busy = 2, 64 << 20, 256 << 20
+	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), topology, inTurn())
+	bufs, peers := mapDirectWindow(t, ranks, window)
+	scratch := make([]devicePtr, n)
+	sentinel := make([]devicePtr, n)
+	for r, g := range ranks {
+		scratch[r] = g.alloc(t, 2*busy)
+		sentinel[r] = g.alloc(t, window) // 0xA5 bytes
+	}
+	rng := rand.New(rand.NewPCG(7, 33))
+	directs := 0
+	for i, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.Scatter, spec.AllGatherV, spec.AllToAll, spec.AllReduce, spec.AllGather} {
+		typ := everyGPUType[i%len(everyGPUType)]
+		calls := make([]*spec.Call, n)
+		for r := range calls {
+			calls[r] = typedCall(coll, typ, spectest.OpFor(spec.Op{Kind: spec.Sum}, typ, n), n, r, 4<<20)
+		}
+		inputs := spectest.Inputs(rng, calls)
+		want := spectest.Expected(calls, inputs)
+		for r, c := range calls {
+			in, out := c.Extents()
+			require.LessOrEqual(t, out, uint64(window))
+			c.Recv = bufs[r]
+			send := ranks[r].alloc(t, int(in))
+			ranks[r].upload(t, send, inputs[r])
+			c.Send = uintptr(send)
+		}
+		for r, g := range ranks {
+			c := calls[r]
+			_, out := c.Extents()
+			require.NoError(t, inContext(g.ctx, func() error {
+				if err := cuErr(driver.MemcpyAsync(scratch[r]+busy, scratch[r], busy, g.stream), "cuMemcpyAsync", "scratch"); err != nil {
+					return err
+				}
+				return cuErr(driver.MemcpyAsync(devicePtr(c.Recv), sentinel[r], uintptr(out), g.stream), "cuMemcpyAsync", "fill")
+			}))
+			topo := g.topo
+			topo.Direct = true
+			plan, err := snac.Build(c, topo)
+			require.NoError(t, err, "%s", c)
+			b := atom.Buffers{Send: c.Send, Recv: c.Recv}
+			for p := range n {
+				b.PeerRecv[p] = peers[r][p]
+			}
+			if plan.PushesIntoPeers() {
+				directs++
+			}
+			require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
+		}
+		for r, g := range ranks {
+			g.sync(t)
+			require.NoError(t, g.AsyncError(), "rank %d", r)
+		}
+		for r, c := range calls {
+			_, out := c.Extents()
+			got := ranks[r].download(t, devicePtr(c.Recv), int(out))
+			require.NoError(t, spectest.Compare(c.Type, got, want[r]), "call %d rank %d of %s", i, r, fmt.Sprint(c))
 		}
 	}
-	return false
+	require.Positive(t, directs)
 }
