@@ -76,7 +76,7 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 		want  []spectest.Output
 	}
 	var all []queued
-	at, directs, i := uintptr(0), 0, 0
+	at, directs, engines, i := uintptr(0), 0, 0, 0
 	for _, perRank := range []uint64{1 << 20, 24 << 10, 3 << 20, 100 << 10, 4 << 20} {
 		for _, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.AllReduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.AllToAll} {
 			typ := everyGPUType[i%len(everyGPUType)]
@@ -125,6 +125,7 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 				}
 				if plan.PushesIntoPeers() {
 					directs++
+					engines += onEngine(plan)
 				}
 				require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
 			}
@@ -133,6 +134,7 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 		}
 	}
 	require.Positive(t, directs)
+	require.Equal(t, topology(n, 0).EngineMin != 0, engines > 0, "direct Plans on the copy engine")
 	for r, g := range ranks {
 		g.sync(t)
 		require.NoError(t, g.AsyncError(), "rank %d", r)
@@ -164,7 +166,7 @@ func runGPUDirectAfterStreamWork(t *testing.T, topology func(n, rank int) snac.T
 		sentinel[r] = g.alloc(t, window) // 0xA5 bytes
 	}
 	rng := rand.New(rand.NewPCG(7, 33))
-	directs := 0
+	directs, engines := 0, 0
 	for i, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.Scatter, spec.AllGatherV, spec.AllToAll, spec.AllReduce, spec.AllGather} {
 		typ := everyGPUType[i%len(everyGPUType)]
 		calls := make([]*spec.Call, n)
@@ -200,6 +202,7 @@ func runGPUDirectAfterStreamWork(t *testing.T, topology func(n, rank int) snac.T
 			}
 			if plan.PushesIntoPeers() {
 				directs++
+				engines += onEngine(plan)
 			}
 			require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
 		}
@@ -214,4 +217,15 @@ func runGPUDirectAfterStreamWork(t *testing.T, topology func(n, rank int) snac.T
 		}
 	}
 	require.Positive(t, directs)
+	require.Equal(t, topology(n, 0).EngineMin != 0, engines > 0, "direct Plans on the copy engine")
+}
+
+// onEngine is 1 where a worker of p runs on a copy engine, else 0.
+func onEngine(p *snac.Plan) int {
+	for _, w := range p.Workers {
+		if w.Engine == snac.EngineCopy {
+			return 1
+		}
+	}
+	return 0
 }
