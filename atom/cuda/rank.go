@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -39,6 +40,18 @@ type Rank struct {
 	plans        plans
 	engine       engineStreams                        // side streams of copy-engine Plans; made only where the topology has a copy engine
 	gone         [snac.MaxRanks]atomic.Pointer[error] // why rank q is gone (PeerGone); set before its bit
+	// unmapLater holds other processes' window allocations whose window
+	// closed while the context could not be waited for (UserWindow.Close):
+	// unmapped at Close, after the context has finished with them.
+	unmapMu    sync.Mutex
+	unmapLater []vmm
+}
+
+// keepMapped hands ms to the rank, to unmap at its Close.
+func (r *Rank) keepMapped(ms []vmm) {
+	r.unmapMu.Lock()
+	r.unmapLater = append(r.unmapLater, ms...)
+	r.unmapMu.Unlock()
 }
 
 // abortAll is the bit of the abort word that Abort sets: it ends every wait.
@@ -412,6 +425,12 @@ func (r *Rank) SideStream() (uintptr, error) {
 
 func (r *Rank) free() {
 	r.freeScratch()
+	r.unmapMu.Lock()
+	for _, m := range r.unmapLater {
+		m.free()
+	}
+	r.unmapLater = nil
+	r.unmapMu.Unlock()
 	if r.side != 0 {
 		driver.StreamDestroy(r.side)
 		r.side = 0

@@ -24,6 +24,7 @@ type UserWindow struct {
 	size    uint64    // bytes of each rank's buffer
 	peers   []uintptr // by rank; immutable
 	imports []vmm     // other processes' allocations mapped here
+	rank    *Rank     // keeps the imports where Close cannot wait (keepMapped)
 }
 
 // Peers returns every rank's buffer as this rank's device addresses it.
@@ -32,6 +33,9 @@ func (w *UserWindow) Peers() []uintptr { return append([]uintptr(nil), w.peers..
 // Close unmaps the other processes' allocations, once the device has
 // finished the work that may still write through them (a direct call's
 // pushes into peers' outputs). It is local: peers' own memory is untouched.
+// Where the context cannot be waited for (a stream of it is being captured
+// into a CUDA graph, or it failed), the Rank keeps them mapped until its
+// own Close: an unmapping under a running push would fault the context.
 func (w *UserWindow) Close() error {
 	imports := w.imports
 	w.imports = nil
@@ -39,7 +43,15 @@ func (w *UserWindow) Close() error {
 		return nil
 	}
 	return inContext(w.ctx, func() error {
-		driver.CtxSynchronize() // its error is the work's, reported on the streams
+		// Relaxed: a wait in global mode would invalidate another
+		// thread's capture instead of failing here.
+		if restore, err := relaxedCapture(); err == nil {
+			defer restore()
+		}
+		if res := driver.CtxSynchronize(); res != cuSuccess && w.rank != nil {
+			w.rank.keepMapped(imports)
+			return nil
+		}
 		for _, m := range imports {
 			m.free()
 		}
@@ -152,7 +164,7 @@ func (r *Rank) mapWindow(ex atom.Exchange, ptr uintptr, size uint64) (*UserWindo
 		}
 		defer closeFDs(fds)
 	}
-	w := &UserWindow{ctx: r.ctx, copies: r.copies, size: size, peers: make([]uintptr, len(all))}
+	w := &UserWindow{ctx: r.ctx, copies: r.copies, size: size, peers: make([]uintptr, len(all)), rank: r}
 	for q, m := range all {
 		if err == nil {
 			samePID := binary.LittleEndian.Uint64(pids[q]) == uint64(os.Getpid())
