@@ -75,13 +75,17 @@ func pairCheck(c *spec.Call, t Topology, bytes uint64) uint64 {
 }
 
 // shared are the fields of t that every rank must share (all but Rank).
-// LaunchWorkers and Direct join them where they are set (the words of the
-// others stay what they were): ranks that disagree on Direct disagree on
-// the call.
+// LaunchWorkers, the copy engine's and Direct join them where they are set
+// (the words of the others stay what they were): ranks that disagree on
+// Direct disagree on the call, and so do ranks of which one has a copy
+// engine the other has not, or another (its Plans keep no halves apart).
 func (t Topology) shared() []uint64 {
 	words := []uint64{uint64(t.NRanks), uint64(t.Workers), t.StageHalf, t.P2PHalf, t.PacketMax, t.ChunkMax}
 	if t.LaunchWorkers != 0 {
 		words = append(words, uint64(t.LaunchWorkers))
+	}
+	if t.EngineMin != 0 {
+		words = append(words, t.EngineMin, uint64(t.EngineWorkers), t.EngineChunk)
 	}
 	if t.Direct {
 		words = append(words, directWord)

@@ -56,17 +56,26 @@ func TestTopologyDisagreementIsDetected(t *testing.T) {
 	alters := []struct {
 		name   string
 		change func(t *snac.Topology)
+		engine bool // every rank has engineTopo's copy engine
 	}{
-		{"staging half", func(t *snac.Topology) { t.StageHalf /= 2 }},
-		{"packet limit", func(t *snac.Topology) { t.PacketMax /= 2 }},
-		{"chunk limit", func(t *snac.Topology) { t.ChunkMax /= 2 }},
-		{"workers", func(t *snac.Topology) { t.Workers-- }},
-		{"point-to-point half", func(t *snac.Topology) { t.P2PHalf /= 2 }},
+		{"staging half", func(t *snac.Topology) { t.StageHalf /= 2 }, false},
+		{"packet limit", func(t *snac.Topology) { t.PacketMax /= 2 }, false},
+		{"chunk limit", func(t *snac.Topology) { t.ChunkMax /= 2 }, false},
+		{"workers", func(t *snac.Topology) { t.Workers-- }, false},
+		{"point-to-point half", func(t *snac.Topology) { t.P2PHalf /= 2 }, false},
+		{"copy engine (the others have none)", func(t *snac.Topology) { *t = t.WithEngine(6<<10, 2, 4<<10) }, false},
+		{"no copy engine", func(t *snac.Topology) { *t = t.WithEngine(0, 0, 0) }, true},
+		{"copy engine's workers", func(t *snac.Topology) { t.EngineWorkers++ }, true},
+		{"copy engine's chunk", func(t *snac.Topology) { t.EngineChunk *= 2 }, true},
 	}
 	for _, coll := range []spec.Collective{spec.AllReduce, spec.AllGather, spec.ReduceScatter, spec.Broadcast, spec.AllToAll} {
 		for _, count := range []uint64{16, 300, 3000, 20000} {
 			for _, a := range alters {
 				w := newWorld(t, 3, count)
+				if a.engine {
+					w.topo = engineTopo(3)
+					w.sim = snactest.New(w.topo, count)
+				}
 				w.alter = func(r int, t *snac.Topology) {
 					if r == 2 {
 						a.change(t)
