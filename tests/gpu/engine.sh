@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/gpu/engine.sh: the copy engine (PURLIN_COPY_ENGINE) against thread blocks and NCCL, on a
-# machine with at least two NVIDIA GPUs and a CUDA driver, after `make gpu-tests` (about 5 minutes
+# machine with at least two NVIDIA GPUs and a CUDA driver, after `make gpu-tests` (about 8 minutes
 # at 2 GPUs). Not part of run.sh: it decides PURLIN_COPY_ENGINE's default and its workers and
 # chunk. Parts, each in $PURLIN_GPU_LOGS (default build/gpu/logs):
 #   cebench.txt       tests/gpu/cebench.cu: the copy engine's ceiling (one copy, chunks on 1-4 streams)
@@ -13,6 +13,7 @@
 #   engine-settings.txt  AllGather and AllReduce on the engine at 1, 3 and 4 workers and 4 or 32 MiB chunks
 #   engine-registered.txt  buffers in symmetric windows (-R 1), eager: NCCL, Purlin pushing into the
 #                     outputs in blocks, and on the engine (the copy collectives and AllReduce)
+#   engine-procs.txt  one process a GPU (-m 1), eager: NCCL, Purlin in blocks, on the engine
 # Each line: collective, library, engine setting, extra arguments, bytes, time (us), busbw (GB/s),
 # #wrong (out of place). NGPUS as in run.sh. NVLink multicast stays off.
 set -uo pipefail
@@ -58,3 +59,8 @@ for c in allgather broadcast scatter allreduce; do
   perf purlin "$c" -R 1
   PURLIN_COPY_ENGINE=$from perf purlin "$c" -R 1
 done | tee "$out/engine-registered.txt"
+for c in allgather allreduce reducescatter alltoall broadcast sendrecv; do
+  perf nccl "$c" -m 1
+  perf purlin "$c" -m 1
+  PURLIN_COPY_ENGINE=$from perf purlin "$c" -m 1
+done | tee "$out/engine-procs.txt"
