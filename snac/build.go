@@ -88,6 +88,9 @@ func build(c *spec.Call, t Topology) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if engine {
+		g = g.engineChunks(longest)
+	}
 	b := newBuilder(c, t, g)
 	if !packable(c) || engine || direct {
 		b.packetMax = 0
@@ -170,6 +173,9 @@ func buildAllReduce(c *spec.Call, t Topology) (*Plan, error) {
 	g, err := newGeometry(t, half, longest, max(1, 2*(c.NRanks-1)), false, false, Grain(c))
 	if err != nil {
 		return nil, err
+	}
+	if engine {
+		g = g.engineChunks(longest)
 	}
 	b := newBuilder(c, t, g)
 	b.direct = t.Direct // DirectOn: not on the copy engine

@@ -52,6 +52,24 @@ func engineServes(c *spec.Call, t Topology, longest uint64, known bool) bool {
 		c.Epilogue.Kind == 0 && c.InStride().Row == 0 && c.OutStride().Row == 0
 }
 
+// maxEngineChunks bounds the chunks a copy-engine worker moves in one
+// call (engineChunks). Each chunk is a few operations on the worker's
+// stream (a copy and its signals), and a stream holds only so many queued:
+// one thread that issues every rank's calls (NCCL's one-process form) and
+// finds a stream full waits there for work that needs a call it has not
+// issued yet.
+const maxEngineChunks = 64
+
+// engineChunks is g with chunks grown so that no worker moves more than
+// maxEngineChunks of a transfer of longest bytes, where they fit its
+// region (they do up to several GiB at the default sizes).
+func (g geometry) engineChunks(longest uint64) geometry {
+	if capped, err := g.within(longest, maxEngineChunks); err == nil {
+		return capped
+	}
+	return g
+}
+
 // engineReducers is the most thread blocks that reduce what a reduction's
 // copy engines deliver (never more than Topology.Workers): one block
 // copies about 50 GB/s within an H200 and a reduce reads twice what it

@@ -105,3 +105,39 @@ func TestCopyEngineTopologyChecked(t *testing.T) {
 		require.ErrorContains(t, err, "copy engine")
 	}
 }
+
+// TestCopyEngineChunksBounded: however small PURLIN_COPY_ENGINE_CHUNK, a
+// copy-engine worker moves at most MaxEngineChunks chunks of a call (its
+// stream holds a few operations a chunk), at the CUDA Atom's sizes, 1 GiB
+// a rank, on one worker: a push a chunk (an AllReduce's two).
+func TestCopyEngineChunksBounded(t *testing.T) {
+	topo := snac.Topology{NRanks: 2, Workers: 64, StageHalf: 64 << 20, P2PHalf: 32 << 20, PacketMax: 1 << 20, ChunkMax: 512 << 10}
+	topo = topo.WithEngine(16<<20, 1, 4<<20)
+	for _, coll := range []spec.Collective{spec.AllGather, spec.AllToAll, spec.Broadcast, spec.ReduceScatter, spec.AllReduce} {
+		calls := ladderCalls(2, coll, spec.Float32, spec.Op{Kind: spec.Sum}, 1<<30, 0)
+		topo.Rank = 0
+		p, err := snac.Build(calls[0], topo)
+		require.NoError(t, err, "%s", calls[0])
+		p, err = p.Unrolled()
+		require.NoError(t, err)
+		engine := 0
+		for w, wk := range p.Workers {
+			if wk.Engine != snac.EngineCopy {
+				continue
+			}
+			engine++
+			pushes := 0
+			for _, st := range p.WorkerSteps(w) {
+				if st.Verb == snac.Copy && st.Dst.Space == snac.SpaceStage && st.Dst.Rank != 0 {
+					pushes++
+				}
+			}
+			perChunk := 1
+			if coll == spec.AllReduce {
+				perChunk = 2 // its reduced chunk too (emitAllReduceEngine)
+			}
+			require.LessOrEqual(t, pushes, perChunk*snac.MaxEngineChunks, "%s worker %d", calls[0], w)
+		}
+		require.Positive(t, engine, "%s: on the copy engine", calls[0])
+	}
+}

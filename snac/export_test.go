@@ -6,3 +6,6 @@ func WriteChunksOut() (restore func()) {
 	loopsOff = true
 	return func() { loopsOff = false }
 }
+
+// MaxEngineChunks is maxEngineChunks.
+const MaxEngineChunks = maxEngineChunks

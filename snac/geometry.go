@@ -86,13 +86,23 @@ func newGeometry(t Topology, half, longest uint64, segs int, packetOnly, fixed b
 		return g, errs.New(errs.ErrInvalidUsage, "snac: staging half of %d bytes cannot hold %d segments of %d bytes", half, segs, split)
 	}
 	g.slots = int(g.region / (uint64(segs) * g.chunk))
-	if !fixed && g.chunks(longest) > maxChunks {
-		g.chunk = roundUp(ceilDiv(longest, uint64(w)*maxChunks), split)
-		if uint64(segs)*g.chunk > g.region {
-			return g, errs.New(errs.ErrUnsupported, "snac: %d bytes need more than %d chunks of staging", longest, maxChunks)
-		}
-		g.slots = int(g.region / (uint64(segs) * g.chunk))
+	if fixed {
+		return g, nil
 	}
+	return g.within(longest, maxChunks)
+}
+
+// within is g with chunks grown, where they fit its region, so that no
+// worker moves more than most chunks of a transfer of longest bytes.
+func (g geometry) within(longest uint64, most int) (geometry, error) {
+	if g.chunks(longest) <= most {
+		return g, nil
+	}
+	g.chunk = roundUp(ceilDiv(longest, uint64(g.workers)*uint64(most)), g.grain)
+	if uint64(g.segs)*g.chunk > g.region {
+		return g, errs.New(errs.ErrUnsupported, "snac: %d bytes need more than %d chunks of staging", longest, most)
+	}
+	g.slots = int(g.region / (uint64(g.segs) * g.chunk))
 	return g, nil
 }
 
