@@ -14,29 +14,38 @@
 #   engine-registered.txt  buffers in symmetric windows (-R 1), eager: NCCL, Purlin pushing into the
 #                     outputs in blocks, and on the engine (the copy collectives and AllReduce)
 #   engine-procs.txt  one process a GPU (-m 1), eager: NCCL, Purlin in blocks, on the engine
-# Each line: collective, library, engine setting, extra arguments, bytes, time (us), busbw (GB/s),
-# #wrong (out of place). NGPUS as in run.sh. NVLink multicast stays off.
+# Each line: collective, library, engine setting, extra arguments, bytes, then time (us), busbw
+# (GB/s) and #wrong out of place and in place, and the run's exit status; a run that fails adds a
+# line with its last messages, and every run's whole output is in raw/. NGPUS as in run.sh. NVLink
+# multicast stays off. A wait that hangs fails within PURLIN_TIMEOUT (20 s here), naming its step.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0
+export NCCL_NVLS_ENABLE=0 PURLIN_TIMEOUT="${PURLIN_TIMEOUT:-20}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${PURLIN_GPU_LOGS:-$root/build/gpu/logs}"
 gpu="$root/build/gpu"
 bin="$gpu/bin"
-mkdir -p "$out" "$bin"
+mkdir -p "$out/raw" "$bin"
 source "$root/tests/gpu/ngpus.sh"
 source "$root/tests/gpu/build-perf.sh" || { echo "build failed: $out/env.log"; exit 1; }
 from="${ENGINE_FROM:-16777216}"
 
 nvcc -std=c++17 -O3 -arch=sm_90 -o "$bin/cebench" "$root/tests/gpu/cebench.cu" &&
   timeout 90 "$bin/cebench" 1024 >"$out/cebench.txt" 2>&1
-(cd "$root/atom/cuda" && timeout 120 "$gpu/cuda.test" -test.run 'GPUCopyEngine|GPUDirect' -test.v) >"$out/engine-test.log" 2>&1
+(cd "$root/atom/cuda" && timeout 180 "$gpu/cuda.test" -test.run 'GPUCopyEngine|GPUDirect' -test.timeout 170s -test.v) >"$out/engine-test.log" 2>&1
 grep -E "^(--- |ok|FAIL)" "$out/engine-test.log"
 
 # perf LIB COLL [ARGS]: one purlin-perf run, one line per size (PURLIN_COPY_ENGINE as set).
 perf() {
   local lib=$1 c=$2; shift 2
-  timeout 60 "$bin/perf-$lib" "$c" -g "$NGPUS" -b 64M -e 1G -f 4 -n 5 -w 2 "$@" 2>&1 | grep -E "^ +[0-9]" |
-    awk -v l="$lib" -v c="$c" -v a="$*" -v e="${PURLIN_COPY_ENGINE:-0}" '{print c, l, "engine=" e, a, $1, $6, $8, $9}'
+  local e="${PURLIN_COPY_ENGINE:-0}" tag
+  tag="$lib-$c-$e-${PURLIN_COPY_ENGINE_WORKERS:-d}-${PURLIN_COPY_ENGINE_CHUNK:-d}$(echo "$*" | tr -c 'A-Za-z0-9\n' _)"
+  timeout 120 "$bin/perf-$lib" "$c" -g "$NGPUS" -b 64M -e 1G -f 4 -n 5 -w 2 "$@" >"$out/raw/$tag.log" 2>&1
+  local rc=$?
+  grep -E "^ +[0-9]" "$out/raw/$tag.log" |
+    awk -v l="$lib" -v c="$c" -v a="$*" -v e="$e" -v rc="$rc" '{print c, l, "engine=" e, a, $1, $6, $8, $9, $10, $12, $13, "rc=" rc}'
+  if ((rc != 0)); then
+    echo "$c $lib engine=$e $* rc=$rc: $(grep -vE '^#|^ +[0-9]' "$out/raw/$tag.log" | tail -3 | tr '\n' ' ')"
+  fi
 }
 for c in allreduce allgather reducescatter alltoall broadcast reduce sendrecv gather scatter; do
   perf nccl "$c"
