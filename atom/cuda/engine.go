@@ -193,17 +193,32 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 	}
 	signals := r.base
 	signals.Steps = d.steps
-	k := 0
+	// The workers' operations are issued in turn, one of each at a time,
+	// so that every copy engine starts at once: issued worker by worker,
+	// an eager call's last worker would start only once the host had
+	// issued all the others' (a few microseconds an operation).
+	var lanes [maxEngineWorkers]struct {
+		side cuStream
+		ops  []engineOp
+	}
+	n, longest := 0, 0
 	for _, ops := range d.engine {
 		if ops == nil {
 			continue
 		}
-		side := e.side[k]
-		k++
-		if err := cuErr(driver.StreamWaitEvent(side, e.fork, 0), "cuStreamWaitEvent", "copy engine fork"); err != nil {
+		lanes[n].side, lanes[n].ops = e.side[n], ops
+		if err := cuErr(driver.StreamWaitEvent(lanes[n].side, e.fork, 0), "cuStreamWaitEvent", "copy engine fork"); err != nil {
 			return err
 		}
-		for _, op := range ops {
+		longest = max(longest, len(ops))
+		n++
+	}
+	for i := range longest {
+		for k := range n {
+			if i >= len(lanes[k].ops) {
+				continue
+			}
+			side, op := lanes[k].side, lanes[k].ops[i]
 			if op.step < 0 {
 				signals.Workers = d.segments + uint64(op.segment)*uint64(segmentSize)
 				if res := launchKernel(r.ctx, r.fn.signals, 1, 1, 32, side, &signals, false, nil); res != cuSuccess {
@@ -223,7 +238,9 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 				return cuErr(res, "cuMemcpyAsync", s.Bytes, " bytes")
 			}
 		}
-		if err := cuErr(driver.EventRecord(e.join, side), "cuEventRecord", "copy engine join"); err != nil {
+	}
+	for k := range n {
+		if err := cuErr(driver.EventRecord(e.join, lanes[k].side), "cuEventRecord", "copy engine join"); err != nil {
 			return err
 		}
 		if err := cuErr(driver.StreamWaitEvent(stream, e.join, 0), "cuStreamWaitEvent", "copy engine join"); err != nil {
