@@ -9,7 +9,10 @@
 // rows are what a pipelined copy through staging can reach; their gap to the
 // one large copy is what a chunk's copy launch and signal cost. With two GPUs
 // it also times both directions at once. Each row is the best of 5, in a
-// CUDA graph (the sequence captured once, replayed) and eagerly.
+// CUDA graph (the sequence captured once, replayed) and eagerly. With two
+// GPUs, the last rows copy into memory of a pool on the other GPU that
+// grants this one access (virtual memory mapped for it, as Purlin's
+// staging is), rather than cudaMalloc memory reached through peer access.
 //
 //	nvcc -std=c++17 -O3 -arch=sm_90 -o cebench tests/gpu/cebench.cu && ./cebench [MiB]
 #include "besttime.cuh"
@@ -120,6 +123,39 @@ int main(int argc, char** argv) {
         printf("  %-22s %8zu %8d %10.1f %10.1f\n", what, c >> 20, n, timeit(use, bytes, c, n, true),
                timeit(use, bytes, c, n, false));
         fflush(stdout);
+      }
+    }
+  }
+  if (two) {
+    // The destination as Purlin's staging is: mapped memory of the other
+    // GPU with access granted to this one (a pool's, here), not memory
+    // reached through the context's peer access.
+    for (size_t j = 0; j < sides.size(); j++) {
+      Side& s = sides[j];
+      const int other = 1 - (int)j;
+      CHECK(cudaSetDevice(other));
+      CHECK(cudaFree(s.dst));
+      cudaMemPoolProps props = {};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.location = {cudaMemLocationTypeDevice, other};
+      cudaMemPool_t pool;
+      CHECK(cudaMemPoolCreate(&pool, &props));
+      cudaMemAccessDesc access = {{cudaMemLocationTypeDevice, s.dev}, cudaMemAccessFlagsProtReadWrite};
+      CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+      CHECK(cudaMallocFromPoolAsync((void**)&s.dst, bytes, pool, 0));
+      CHECK(cudaStreamSynchronize(0));
+    }
+    for (int dirs = 1; dirs <= 2; dirs++) {
+      std::vector<Side> use(sides.begin(), sides.begin() + dirs);
+      const char* what = dirs == 1 ? "pool, one direction" : "pool, both directions";
+      for (size_t c : {(size_t)0, (size_t)16 << 20}) {
+        if (c >= bytes) continue;
+        for (int n : {1, 2}) {
+          if (c == 0 && n > 1) continue;
+          printf("  %-22s %8zu %8d %10.1f %10.1f\n", what, c >> 20, n, timeit(use, bytes, c, n, true),
+                 timeit(use, bytes, c, n, false));
+          fflush(stdout);
+        }
       }
     }
   }
