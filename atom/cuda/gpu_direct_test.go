@@ -114,20 +114,8 @@ func runGPUDirect(t *testing.T, topology func(n, rank int) snac.Topology) {
 			}
 			// One thread issues every rank's call, as purlin-perf does.
 			for r, g := range ranks {
-				c := calls[r]
-				topo := g.topo
-				topo.Direct = direct
-				plan, err := snac.Build(c, topo)
-				require.NoError(t, err, "%s", c)
-				b := atom.Buffers{Send: c.Send, Recv: c.Recv}
-				for p := range n {
-					b.PeerRecv[p] = peers[r][p] + at
-				}
-				if plan.PushesIntoPeers() {
-					directs++
-					engines += onEngine(plan)
-				}
-				require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
+				pushed, engine := launchInWindow(t, g, calls[r], direct, peers[r], at)
+				directs, engines = directs+pushed, engines+engine
 			}
 			at += uintptr(most+4095) &^ 4095
 			all = append(all, q)
@@ -192,19 +180,8 @@ func runGPUDirectAfterStreamWork(t *testing.T, topology func(n, rank int) snac.T
 				}
 				return cuErr(driver.MemcpyAsync(devicePtr(c.Recv), sentinel[r], uintptr(out), g.stream), "cuMemcpyAsync", "fill")
 			}))
-			topo := g.topo
-			topo.Direct = true
-			plan, err := snac.Build(c, topo)
-			require.NoError(t, err, "%s", c)
-			b := atom.Buffers{Send: c.Send, Recv: c.Recv}
-			for p := range n {
-				b.PeerRecv[p] = peers[r][p]
-			}
-			if plan.PushesIntoPeers() {
-				directs++
-				engines += onEngine(plan)
-			}
-			require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
+			pushed, engine := launchInWindow(t, g, c, true, peers[r], 0)
+			directs, engines = directs+pushed, engines+engine
 		}
 		for r, g := range ranks {
 			g.sync(t)
@@ -218,6 +195,27 @@ func runGPUDirectAfterStreamWork(t *testing.T, topology func(n, rank int) snac.T
 	}
 	require.Positive(t, directs)
 	require.Equal(t, topology(n, 0).EngineMin != 0, engines > 0, "direct Plans on the copy engine")
+}
+
+// launchInWindow launches rank g's call c, whose output lies at offset at
+// of a window (peers: every rank's buffer of it, as g addresses them),
+// with Topology.Direct set to direct. It returns pushed 1 where the Plan
+// pushes into the peers' outputs, and engine 1 where it does so on the
+// copy engine.
+func launchInWindow(t *testing.T, g *gpuRank, c *spec.Call, direct bool, peers []uintptr, at uintptr) (pushed, engine int) {
+	topo := g.topo
+	topo.Direct = direct
+	plan, err := snac.Build(c, topo)
+	require.NoError(t, err, "%s", c)
+	b := atom.Buffers{Send: c.Send, Recv: c.Recv}
+	for p, base := range peers {
+		b.PeerRecv[p] = base + at
+	}
+	require.NoError(t, g.Launch(plan, []atom.Buffers{b}, uintptr(g.stream)), "%s", c)
+	if plan.PushesIntoPeers() {
+		return 1, onEngine(plan)
+	}
+	return 0, 0
 }
 
 // onEngine is 1 where a worker of p runs on a copy engine, else 0.
