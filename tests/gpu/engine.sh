@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/gpu/engine.sh: the copy engine (PURLIN_COPY_ENGINE) against thread blocks and NCCL, on a
-# machine with at least two NVIDIA GPUs and a CUDA driver, after `make gpu-tests` (about 8 minutes
+# machine with at least two NVIDIA GPUs and a CUDA driver, after `make gpu-tests` (about 10 minutes
 # at 2 GPUs). Not part of run.sh: it decides PURLIN_COPY_ENGINE's default and its workers and
 # chunk. Parts, each in $PURLIN_GPU_LOGS (default build/gpu/logs):
 #   cebench.txt       tests/gpu/cebench.cu: the copy engine's ceiling (one copy, chunks on 1-4 streams)
@@ -29,10 +29,19 @@ source "$root/tests/gpu/ngpus.sh"
 source "$root/tests/gpu/build-perf.sh" || { echo "build failed: $out/env.log"; exit 1; }
 from="${ENGINE_FROM:-16777216}"
 
-nvcc -std=c++17 -O3 -arch=sm_90 -o "$bin/cebench" "$root/tests/gpu/cebench.cu" &&
-  timeout 90 "$bin/cebench" 1024 >"$out/cebench.txt" 2>&1
-(cd "$root/atom/cuda" && timeout 180 "$gpu/cuda.test" -test.run 'GPUCopyEngine|GPUDirect' -test.timeout 170s -test.v) >"$out/engine-test.log" 2>&1
-grep -E "^(--- |ok|FAIL)" "$out/engine-test.log"
+# ENGINE_PARTS: which parts run (default all, about 10 minutes), named as the files they write:
+# cebench test eager graph settings registered procs.
+parts=" ${ENGINE_PARTS:-cebench test eager graph settings registered procs} "
+part() { [[ $parts == *" $1 "* ]]; }
+
+if part cebench; then
+  nvcc -std=c++17 -O3 -arch=sm_90 -o "$bin/cebench" "$root/tests/gpu/cebench.cu" &&
+    timeout 90 "$bin/cebench" 1024 >"$out/cebench.txt" 2>&1
+fi
+if part test; then
+  (cd "$root/atom/cuda" && timeout 180 "$gpu/cuda.test" -test.run 'GPUCopyEngine|GPUDirect' -test.timeout 170s -test.v) >"$out/engine-test.log" 2>&1
+  grep -E "^(--- |ok|FAIL)" "$out/engine-test.log"
+fi
 
 # perf LIB COLL [ARGS]: one purlin-perf run, one line per size (PURLIN_COPY_ENGINE as set).
 perf() {
@@ -47,29 +56,39 @@ perf() {
     echo "$c $lib engine=$e $* rc=$rc: $(grep -vE '^#|^ +[0-9]' "$out/raw/$tag.log" | tail -3 | tr '\n' ' ')"
   fi
 }
-for c in allreduce allgather reducescatter alltoall broadcast reduce sendrecv gather scatter; do
-  perf nccl "$c"
-  perf purlin "$c"
-  PURLIN_COPY_ENGINE=$from perf purlin "$c"
-done | tee "$out/engine-eager.txt"
-for c in allreduce allgather reducescatter broadcast sendrecv; do
-  perf purlin "$c" -G 3
-  PURLIN_COPY_ENGINE=$from perf purlin "$c" -G 3
-done | tee "$out/engine-graph.txt"
-for w in 1 3 4; do
-  for chunk in 4194304 33554432; do
-    for c in allgather allreduce; do
-      PURLIN_COPY_ENGINE=$from PURLIN_COPY_ENGINE_WORKERS=$w PURLIN_COPY_ENGINE_CHUNK=$chunk perf purlin "$c" | sed "s/\$/ workers=$w chunk=$chunk/"
+if part eager; then
+  for c in allreduce allgather reducescatter alltoall broadcast reduce sendrecv gather scatter; do
+    perf nccl "$c"
+    perf purlin "$c"
+    PURLIN_COPY_ENGINE=$from perf purlin "$c"
+  done | tee "$out/engine-eager.txt"
+fi
+if part graph; then
+  for c in allreduce allgather reducescatter broadcast sendrecv; do
+    perf purlin "$c" -G 3
+    PURLIN_COPY_ENGINE=$from perf purlin "$c" -G 3
+  done | tee "$out/engine-graph.txt"
+fi
+if part settings; then
+  for w in 1 3 4; do
+    for chunk in 4194304 33554432; do
+      for c in allgather allreduce; do
+        PURLIN_COPY_ENGINE=$from PURLIN_COPY_ENGINE_WORKERS=$w PURLIN_COPY_ENGINE_CHUNK=$chunk perf purlin "$c" | sed "s/\$/ workers=$w chunk=$chunk/"
+      done
     done
-  done
-done | tee "$out/engine-settings.txt"
-for c in allgather broadcast scatter allreduce; do
-  perf nccl "$c" -R 1
-  perf purlin "$c" -R 1
-  PURLIN_COPY_ENGINE=$from perf purlin "$c" -R 1
-done | tee "$out/engine-registered.txt"
-for c in allgather allreduce reducescatter alltoall broadcast sendrecv; do
-  perf nccl "$c" -m 1
-  perf purlin "$c" -m 1
-  PURLIN_COPY_ENGINE=$from perf purlin "$c" -m 1
-done | tee "$out/engine-procs.txt"
+  done | tee "$out/engine-settings.txt"
+fi
+if part registered; then
+  for c in allgather broadcast scatter allreduce; do
+    perf nccl "$c" -R 1
+    perf purlin "$c" -R 1
+    PURLIN_COPY_ENGINE=$from perf purlin "$c" -R 1
+  done | tee "$out/engine-registered.txt"
+fi
+if part procs; then
+  for c in allgather allreduce reducescatter alltoall broadcast sendrecv; do
+    perf nccl "$c" -m 1
+    perf purlin "$c" -m 1
+    PURLIN_COPY_ENGINE=$from perf purlin "$c" -m 1
+  done | tee "$out/engine-procs.txt"
+fi
