@@ -35,10 +35,21 @@ const MaxBuffers = 16
 type Buffers struct {
 	Send, Recv                      uintptr
 	Residual, Weight, Quant, Scales uintptr
-	// PeerRecv is, for a direct Plan (snac.SpacePeerRecv, run alone), every
-	// rank's output of the call as this rank addresses it, Recv on each
-	// rank of a window they all registered; 0 elsewhere.
+	// PeerRecv is, for a call that pushes into its peers' outputs
+	// (snac.SpacePeerRecv), every rank's output of the call as this rank
+	// addresses it, Recv on each rank of a window they all registered; 0
+	// elsewhere.
 	PeerRecv [snac.MaxRanks]uintptr
+}
+
+// PeerOutput is where a SpacePeerRecv Ref of peer slot slot points among
+// a Launch's bufs, on nranks ranks (snac.PeerSlot): peer slot%nranks's
+// output of buffer slot/nranks's call; 0 where there is none.
+func PeerOutput(bufs []Buffers, slot, nranks int) uintptr {
+	if nranks <= 0 || nranks > snac.MaxRanks || slot/nranks >= len(bufs) {
+		return 0
+	}
+	return bufs[slot/nranks].PeerRecv[slot%nranks]
 }
 
 // Rank is one rank's datapath, bound to its symmetric memory.

@@ -36,9 +36,10 @@ func remember(c *comm.Comm, keys []C.purlinCallKey, calls []spec.Call) bool {
 	if !config.Get().CallCache {
 		return false
 	}
-	alone := len(calls) == 1 // Go launches a call alone straight into outputs in a window, never a merged group
-	if alone && c.DirectCall(&calls[0]) {
-		return false // Go pushes it into the outputs (comm direct.go): no record
+	for i := range calls {
+		if c.DirectCall(&calls[i]) {
+			return false // Go pushes it into the outputs (comm direct.go), alone or merged: no record
+		}
 	}
 	var size C.int
 	rec := C.purlinCallRecord(&keys[0], C.int(len(keys)), &size) // held until purlinCallCommit
@@ -54,7 +55,7 @@ func remember(c *comm.Comm, keys []C.purlinCallKey, calls []spec.Call) bool {
 		off, form := call.InPlaceOffset()
 		facts[i] = C.purlinCallFacts{in: C.uint64_t(in), out: C.uint64_t(out), align: C.uint64_t(call.Type.Size()),
 			inPlaceOff: C.uint64_t(off), inPlaceForm: C.int32_t(b2i(form)), inPlace: C.int32_t(b2i(call.InPlace())),
-			directs: C.int32_t(b2i(alone && c.PushesDirect(call)))}
+			directs: C.int32_t(b2i(c.PushesDirect(call)))}
 	}
 	n, issue = c.Replay(calls, uintptr(keys[0].stream), rec, int(size))
 	return n > 0 && issue != 0

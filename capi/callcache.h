@@ -49,11 +49,11 @@ enum { purlinCallOps = 16, purlinCallWays = 8 };
 typedef struct {
   uint64_t in, out, align, inPlaceOff;
   int32_t inPlaceForm, inPlace;
-  /* directs: the call, recorded alone, pushes straight into outputs in a
-   * symmetric window (comm's PushesDirect: its shape and size), which Go alone
-   * launches (a group's calls merged into one launch never do): its record
-   * serves a call only where the output lies in none of the
-   * communicator's symmetric windows (purlinCallWindows). */
+  /* directs: the call pushes straight into outputs in a symmetric window
+   * (comm's PushesDirect: its shape and size), alone or merged with a
+   * group's other calls, which Go alone launches: its record serves a call
+   * only where the output lies in none of the communicator's symmetric
+   * windows (purlinCallWindows). */
   int32_t directs;
 } purlinCallFacts;
 

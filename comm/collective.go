@@ -175,12 +175,16 @@ func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) error {
 	}
 	g.plans, g.bufs = g.plans[:0], g.bufs[:0]
 	for i := range ops {
-		p, err := c.plans.get(&ops[i].call, false)
+		// A call into a symmetric window pushes into the outputs merged
+		// or not (snac.Merge), so every rank plans it alike however it
+		// grouped its calls.
+		b := buffersOf(&ops[i].call)
+		p, err := c.plans.get(&ops[i].call, c.directOf(&ops[i].call, &b))
 		if err != nil {
 			return err
 		}
 		g.plans = append(g.plans, p)
-		g.bufs = append(g.bufs, buffersOf(&ops[i].call))
+		g.bufs = append(g.bufs, b)
 	}
 	merged, err := c.plans.merge(g.plans)
 	if err != nil {

@@ -3,7 +3,9 @@ package comm
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -189,4 +191,123 @@ func TestDirectLaunchAllocatesNothing(t *testing.T) {
 	if !raceEnabled { // the race detector's instrumentation allocates (allocs_test.go)
 		require.Zero(t, allocs)
 	}
+}
+
+// TestDirectHoweverGrouped: a call into a symmetric window pushes into the
+// outputs whether its rank launches it alone or merged with a group's
+// other calls, so ranks that group the same calls differently, as NCCL
+// lets them, agree on every call: rank 0 groups two AllReduces and an
+// AllGather with a send to rank 1 (one merged launch), rank 1 issues its
+// receive and the collectives outside any group, rank 2 groups only the
+// collectives. Every output is checked.
+func TestDirectHoweverGrouped(t *testing.T) {
+	const n, count, windowBytes = 3, 20000, 4 << 20
+	comms := startComms(t, n, testConfig())
+	bufs := rankBuffers(t, n, windowBytes)
+	registerAll(t, comms, bufs, windowBytes)
+	floats := func(p uintptr, k int) []float32 {
+		return unsafe.Slice((*float32)(unsafe.Pointer(&bytesAtAddr(p, 4*k)[0])), k)
+	}
+	in := func(r, i int) float32 { return float32(r*7 + i%13) }
+	const arBytes = count * 4
+	at := func(r, k int) uintptr { return bufs[r] + uintptr(k)*(1<<20) } // four 1 MiB slices of the window
+	for r := range n {
+		for k := range 2 {
+			for i, x := 0, floats(at(r, k), count); i < count; i++ {
+				x[i] = in(r+k, i)
+			}
+		}
+		for i, x := 0, floats(at(r, 3), count); i < count; i++ {
+			x[i] = in(r, i)
+		}
+	}
+	sent := make([]float32, 64)
+	for i := range sent {
+		sent[i] = float32(1000 + i)
+	}
+	got := make([]float32, 64)
+	defer runtime.KeepAlive(sent)
+	defer runtime.KeepAlive(got)
+	calls := func(r int) []spec.Call {
+		ar := func(k int) spec.Call {
+			return spec.Call{Coll: spec.AllReduce, Send: at(r, k), Recv: at(r, k), Count: count, Type: spec.Float32, Op: spec.Op{Kind: spec.Sum}}
+		}
+		ag := spec.Call{Coll: spec.AllGather, Send: at(r, 3), Recv: at(r, 2), Count: count / n, Type: spec.Float32}
+		return []spec.Call{ar(0), ar(1), ag}
+	}
+	require.Less(t, uint64(arBytes), uint64(1<<20))
+	for r, err := range onEveryRank(n, func(r int) error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var b atom.Buffers
+		cs := calls(r)
+		for i := range cs {
+			if err := comms[r].Prepare(&cs[i]); err != nil {
+				return err
+			}
+			if !comms[r].directOf(&cs[i], &b) {
+				return fmt.Errorf("%s does not push into the outputs", cs[i].Coll)
+			}
+		}
+		send := spec.Call{Coll: spec.SendRecv, Send: uintptr(unsafe.Pointer(&sent[0])), Count: 64, Type: spec.Float32, Peer: 1, IsSend: true}
+		recv := spec.Call{Coll: spec.SendRecv, Recv: uintptr(unsafe.Pointer(&got[0])), Count: 64, Type: spec.Float32, Peer: 0}
+		switch r {
+		case 0:
+			if err := GroupStart(); err != nil {
+				return err
+			}
+			for i := range cs {
+				if err := comms[r].Collective(&cs[i], 0); err != nil {
+					return err
+				}
+			}
+			if err := comms[r].Collective(&send, 0); err != nil {
+				return err
+			}
+			if err := GroupEnd(); err != nil {
+				return err
+			}
+		case 1:
+			if err := comms[r].Collective(&recv, 0); err != nil {
+				return err
+			}
+			for i := range cs {
+				if err := comms[r].Collective(&cs[i], 0); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := GroupStart(); err != nil {
+				return err
+			}
+			for i := range cs {
+				if err := comms[r].Collective(&cs[i], 0); err != nil {
+					return err
+				}
+			}
+			if err := GroupEnd(); err != nil {
+				return err
+			}
+		}
+		return comms[r].Synchronize()
+	}) {
+		require.NoError(t, err, "rank %d", r)
+	}
+	for r := range n {
+		for k := range 2 {
+			x := floats(at(r, k), count)
+			for i := range count {
+				want := float32(0)
+				for q := range n {
+					want += in(q+k, i)
+				}
+				require.Equal(t, want, x[i], "rank %d AllReduce %d element %d", r, k, i)
+			}
+		}
+		x := floats(at(r, 2), count/n*n)
+		for i := range count / n * n {
+			require.Equal(t, in(i/(count/n), i%(count/n)), x[i], "rank %d AllGather element %d", r, i)
+		}
+	}
+	require.Equal(t, sent, got)
 }

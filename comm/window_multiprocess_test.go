@@ -3,6 +3,7 @@ package comm
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -149,6 +150,7 @@ func directAcrossProcesses(c *Comm) error {
 	out := unsafe.Slice((*float32)(p), size/4)
 	value := func(from, to, i int) float32 { return float32((from*31 + to*7 + i) % 1021) }
 	send := make([]float32, count)
+	defer runtime.KeepAlive(send) // the calls name it by address only: the collector must not free it under them
 	for i := range send {
 		send[i] = value(r, 0, i)
 	}

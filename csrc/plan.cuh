@@ -26,6 +26,8 @@ constexpr uint64_t kEpochAdvance = (1ull << 20) + 1;
 constexpr uint64_t kDoneCheck = 0;
 /** Caller buffers one launch may address (SpaceSend/SpaceRecv Ref.rank). */
 constexpr int kMaxBuffers = 16;
+/** Most peers' outputs one Plan names (snac.MaxPeerSlots): slot buffer*nranks+peer. */
+constexpr int kMaxPeerSlots = 16;
 /** Bytes before a Plan image's steps (Launch.steps): a uint64_t that each
  * block of purlin_run and purlin_epilogue adds one to once it has read the
  * last of the image, which the rank reads before it reuses the image's
@@ -107,9 +109,10 @@ struct Launch {
   uint64_t weight[kMaxBuffers];
   uint64_t quant[kMaxBuffers];
   uint64_t scales[kMaxBuffers];
-  // A direct Plan's (snac direct.go): every rank's output of the launch's
-  // one call, as this rank addresses it (kSpacePeerRecv; 0 elsewhere).
-  uint64_t peerRecv[kMaxRanks];
+  // The peers' outputs a Plan pushes into (snac direct.go), by peer slot
+  // buffer*nranks+peer (snac.PeerSlot): every rank's output of each call
+  // that does, as this rank addresses it (kSpacePeerRecv; 0 elsewhere).
+  uint64_t peerRecv[kMaxPeerSlots];
 };
 
 /* ---------- layout, checked here and by atom/cuda/layout_test.go ---------- */
@@ -147,7 +150,7 @@ PURLIN_OFFSET(Worker, engine, Engine, 12);
 PURLIN_OFFSET(Worker, loops, Loops, 13);
 
 PURLIN_SIZE(Peers, 192);
-PURLIN_SIZE(Launch, 1112);
+PURLIN_SIZE(Launch, 1176);
 PURLIN_OFFSET(Launch, steps, Steps, 0);
 PURLIN_OFFSET(Launch, workers, Workers, 8);
 PURLIN_OFFSET(Launch, fill, Fill, 16);

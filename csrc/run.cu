@@ -88,6 +88,8 @@ struct Bases {
   uint32_t self;                // this rank
 };
 
+static_assert(kMaxPeerSlots <= kMaxBuffers, "a peer slot indexes Bases.at like a buffer");
+
 /** fillBases: threads [0, kNumSpaces*kMaxBuffers) copy one base each, the
  * next kMaxRanks one rank's flags. */
 __device__ __forceinline__ void fillBases(Bases& b, const Launch& L) {
@@ -102,7 +104,7 @@ __device__ __forceinline__ void fillBases(Bases& b, const Launch& L) {
     case kSpaceRecv: base = L.recv[rank]; break;
     case kSpaceStage: base = rank < kMaxRanks ? L.peers.stage[rank] : 0; break;
     case kSpacePacket: base = rank < kMaxRanks ? L.peers.packet[rank] : 0; break;
-    case kSpacePeerRecv: base = rank < kMaxRanks ? L.peerRecv[rank] : 0; break;
+    case kSpacePeerRecv: base = rank < kMaxPeerSlots ? L.peerRecv[rank] : 0; break;
   }
   b.at[space][rank] = base;
 }

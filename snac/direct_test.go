@@ -3,11 +3,13 @@ package snac_test
 import (
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"purlin/snac"
+	"purlin/snac/snactest"
 	"purlin/spec"
 	"purlin/spec/spectest"
 )
@@ -112,21 +114,85 @@ func TestDirectDisagreementFails(t *testing.T) {
 	}
 }
 
-// TestDirectPlansDoNotMerge: a Plan that pushes into its peers' outputs
-// addresses the one call's outputs there, so it runs alone: a direct
-// AllGather, and an AllReduce that pushes its reduced shards into them,
-// whose Regime is not RegimeDirect.
-func TestDirectPlansDoNotMerge(t *testing.T) {
-	topo := testTopo(2)
+// TestDirectPlansMerge: a call that pushes into its peers' outputs does
+// so whether or not its rank merges it with others (ranks may group their
+// calls differently, as under NCCL): rank 0 merges two AllGathers and an
+// AllReduce into one Launch, the other ranks launch each alone, and every
+// output is right. Past MaxPeerSlots peers' outputs a merge is refused.
+func TestDirectPlansMerge(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		for seed := range uint64(20) {
+			w := newWorld(t, n, 2*seed)
+			w.topo.Direct = true
+			colls := []spec.Collective{spec.AllGather, spec.AllReduce, spec.AllGather}
+			var calls [][]*spec.Call
+			var want [][]spectest.Output
+			alone := make([][]*snactest.Launch, n) // [rank][call]
+			for i, coll := range colls {
+				cs := ladderCalls(n, coll, spec.Float32, spectest.OpFor(spec.Op{Kind: spec.Sum}, spec.Float32, n), 24<<10+uint64(i)*4096, 0)
+				inputs := spectest.Inputs(w.rng, cs)
+				want = append(want, spectest.Expected(cs, inputs))
+				calls = append(calls, cs)
+				for r, c := range cs {
+					l, err := w.launch(c, false, inputs[r])
+					require.NoError(t, err)
+					require.True(t, l.Plan.PushesIntoPeers(), "%s", c)
+					alone[r] = append(alone[r], l)
+				}
+			}
+			launches := make([][]*snactest.Launch, n)
+			launches[0] = []*snactest.Launch{mergedLaunch(t, alone[0])}
+			for r := 1; r < n; r++ {
+				launches[r] = alone[r]
+			}
+			require.NoError(t, w.sim.Run(launches), "n=%d seed %d", n, seed)
+			unmerge(launches[0][0], alone[0])
+			for i, cs := range calls {
+				for r, c := range cs {
+					w.checkOutput(c, alone[r][i], want[i][r], false)
+				}
+			}
+		}
+	}
+	topo := testTopo(8)
 	topo.Direct = true
-	for _, coll := range []spec.Collective{spec.AllGather, spec.AllReduce} {
-		calls := ladderCalls(2, coll, spec.Float32, spec.Op{Kind: spec.Sum}, 96<<10, 0)
-		p, err := snac.Build(calls[0], topo)
-		require.NoError(t, err)
-		require.True(t, p.PushesIntoPeers(), "%s", calls[0])
-		require.Equal(t, coll == spec.AllGather, p.Regime == snac.RegimeDirect, "%s: %s", calls[0], p.Regime)
-		_, err = snac.Merge(p, p)
-		require.ErrorContains(t, err, "direct", "%s", calls[0])
+	calls := ladderCalls(8, spec.AllGather, spec.Float32, spec.Op{Kind: spec.Sum}, 24<<10, 0)
+	p, err := snac.Build(calls[0], topo)
+	require.NoError(t, err)
+	_, err = snac.Merge(p, p)
+	require.NoError(t, err, "two calls' peers on 8 ranks: 16 peer slots")
+	_, err = snac.Merge(p, p, p)
+	require.ErrorContains(t, err, "peer slots")
+}
+
+// mergedLaunch is one rank's Launches of single calls as one Launch of
+// their merged Plan: their memory side by side, buffer i call i's.
+func mergedLaunch(t *testing.T, ls []*snactest.Launch) *snactest.Launch {
+	m := &snactest.Launch{}
+	plans := make([]*snac.Plan, len(ls))
+	for i, l := range ls {
+		at := uint64(len(m.Mem))
+		b := l.Bufs[0]
+		b.Send, b.Recv = b.Send+at, b.Recv+at
+		m.Bufs = append(m.Bufs, b)
+		m.Mem = append(m.Mem, l.Mem...)
+		m.Collectives = append(m.Collectives, i)
+		plans[i] = l.Plan
+	}
+	p, err := snac.Merge(plans...)
+	require.NoError(t, err)
+	m.Plan = p
+	return m
+}
+
+// unmerge copies a run merged Launch's memory back into the single
+// Launches it was made of (mergedLaunch), for their outputs' checks.
+func unmerge(m *snactest.Launch, ls []*snactest.Launch) {
+	at := 0
+	for _, l := range ls {
+		copy(l.Mem, m.Mem[at:at+len(l.Mem)])
+		l.Written = slices.Clone(m.Written[at : at+len(l.Mem)])
+		at += len(l.Mem)
 	}
 }
 

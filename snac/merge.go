@@ -13,7 +13,11 @@ import (
 //
 // Plan i's SpaceSend/SpaceRecv Refs are re-indexed to buffer i (offset by
 // the buffers of the Plans before it, for Plans that are merges
-// themselves): the Launch passes the calls' buffers in group order.
+// themselves): the Launch passes the calls' buffers in group order. Its
+// SpacePeerRecv Refs, where it pushes into its peers' outputs (direct.go),
+// move to buffer i's peer slots (PeerSlot): so a call pushes into outputs
+// whether or not it is merged, and ranks that group their calls
+// differently agree on every call, as NCCL lets them group.
 //
 // Plans on different channels run side by side. Plans on the same channel
 // (two collectives, or two transfers to one peer in one direction) are
@@ -31,7 +35,8 @@ import (
 //
 // Plans with workers on the collective channel must share Type, Op and
 // NRanks; point-to-point Plans only copy, so any type merges with them. A
-// merge needing more than MaxWorkers workers is refused.
+// merge needing more than MaxWorkers workers, or more than MaxPeerSlots
+// peer outputs, is refused.
 func Merge(plans ...*Plan) (*Plan, error) {
 	if len(plans) == 0 {
 		return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge of no Plans")
@@ -42,8 +47,8 @@ func Merge(plans ...*Plan) (*Plan, error) {
 	var channels []uint16
 	buffers := uint8(0)
 	for i, p := range plans {
-		if len(plans) > 1 && p.PushesIntoPeers() {
-			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d pushes into peers' outputs (direct), which a Plan does alone", i)
+		if p.PushesIntoPeers() && PeerSlot(int(buffers+p.buffers()), 0, p.NRanks) > MaxPeerSlots {
+			return nil, errs.New(errs.ErrUnsupported, "snac: Merge plan %d pushes into peers' outputs as buffer %d of %d ranks: past %d peer slots", i, buffers, p.NRanks, MaxPeerSlots)
 		}
 		if p.NRanks != out.NRanks || p.Rank != out.Rank {
 			return nil, errs.New(errs.ErrInvalidUsage, "snac: Merge plan %d is rank %d of %d, plan 0 rank %d of %d", i, p.Rank, p.NRanks, out.Rank, out.NRanks)
@@ -147,9 +152,9 @@ func appendWorker(dst []Step, part []chainLink, idx uint16) []Step {
 		}
 		for _, s := range w.plan.WorkerSteps(w.worker) {
 			for k := range s.Src {
-				s.Src[k] = rebuffer(s.Src[k], w.buffer)
+				s.Src[k] = rebuffer(s.Src[k], w.buffer, w.plan.NRanks)
 			}
-			s.Dst = rebuffer(s.Dst, w.buffer)
+			s.Dst = rebuffer(s.Dst, w.buffer, w.plan.NRanks)
 			dst = append(dst, s)
 		}
 		return dst
@@ -162,9 +167,13 @@ func appendWorker(dst []Step, part []chainLink, idx uint16) []Step {
 	return dst
 }
 
-func rebuffer(r Ref, buffer uint8) Ref {
-	if r.Space == SpaceSend || r.Space == SpaceRecv {
+// rebuffer moves a Ref of a Plan whose buffers are a merge's from buffer on.
+func rebuffer(r Ref, buffer uint8, nranks int) Ref {
+	switch r.Space {
+	case SpaceSend, SpaceRecv:
 		r.Rank += buffer
+	case SpacePeerRecv:
+		r.Rank += uint8(PeerSlot(int(buffer), 0, nranks))
 	}
 	return r
 }

@@ -81,13 +81,23 @@ const (
 	SpaceRecv                // the caller's output on this rank
 	SpaceStage               // rank Ref.Rank's symmetric staging buffer
 	SpacePacket              // rank Ref.Rank's symmetric packet buffer (16-byte packets: 8 data + 8 flag)
-	// SpacePeerRecv is rank Ref.Rank's output of the call, where the
-	// outputs are symmetric (Topology.Direct): the Launch's one buffer
-	// pair, at the same offset of a window every rank registered. A Plan
-	// that names it runs alone, never merged with another call's.
+	// SpacePeerRecv is a peer's output of the call, where the outputs are
+	// symmetric (Topology.Direct): at the same offset of a window every
+	// rank registered. Ref.Rank is its peer slot, PeerSlot(buffer, peer):
+	// the peer itself in a Plan of one call, and in a merged Plan the
+	// peer's output of the call whose buffers are the Launch's buffer.
 	SpacePeerRecv
 	NumSpaces
 )
+
+// MaxPeerSlots is the most peers' outputs one Plan names (SpacePeerRecv):
+// a merge of calls that push into peers' outputs stays within it (Merge).
+const MaxPeerSlots = 16
+
+// PeerSlot is the Ref.Rank of a SpacePeerRecv Ref into peer's output of
+// the call whose buffers are a Launch's buffer, on nranks ranks; an Atom
+// finds that output in its Launch's buffers (atom.Buffers.PeerRecv).
+func PeerSlot(buffer, peer, nranks int) int { return buffer*nranks + peer }
 
 // caller reports whether s is a caller's buffer (this rank's input or
 // output, or a peer's output): where a Ref may be strided, and where a

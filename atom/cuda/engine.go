@@ -257,9 +257,7 @@ func (r *Rank) engineAddress(ref snac.Ref, bufs []atom.Buffers) uint64 {
 	var base uint64
 	switch ref.Space {
 	case snac.SpacePeerRecv:
-		if len(bufs) == 1 && int(ref.Rank) < snac.MaxRanks {
-			base = uint64(bufs[0].PeerRecv[ref.Rank])
-		}
+		base = uint64(atom.PeerOutput(bufs, int(ref.Rank), r.topo.NRanks))
 	case snac.SpaceSend, snac.SpaceRecv:
 		if int(ref.Rank) < len(bufs) {
 			base = uint64(bufs[ref.Rank].Send)

@@ -41,8 +41,9 @@ type launchArgs struct {
 	Recv      [MaxBuffers]uint64
 	// An AllReduce epilogue's buffers beside each output (atom.Buffers).
 	Residual, Weight, Quant, Scales [MaxBuffers]uint64
-	// A direct Plan's: every rank's output of the one call (atom.Buffers).
-	PeerRecv [snac.MaxRanks]uint64
+	// The peers' outputs a Plan pushes into, by peer slot (snac.PeerSlot,
+	// atom.PeerOutput): every rank's output of each call that does.
+	PeerRecv [snac.MaxPeerSlots]uint64
 }
 
 // pdlUsable reports whether the current context's launches may be

@@ -74,6 +74,7 @@ func TestHeaderLimitsMatchSnac(t *testing.T) {
 	require.Equal(t, snac.MaxRanks, get("kMaxRanks"))
 	require.Equal(t, snac.MaxWorkers, get("kMaxWorkers"))
 	require.Equal(t, MaxBuffers, get("kMaxBuffers"))
+	require.Equal(t, snac.MaxPeerSlots, get("kMaxPeerSlots"))
 	require.Equal(t, int(snac.DoneCheck), get("kDoneCheck"))
 	require.Contains(t, string(src), "kEpochAdvance = (1ull << 20) + 1;")
 	require.Equal(t, uint64(1<<20+1), uint64(snac.EpochAdvance))

@@ -255,10 +255,8 @@ func (r *Rank) fillArgs(args *launchArgs, plan *snac.Plan, d *devicePlan, bufs [
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
 		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
 	}
-	if len(bufs) == 1 {
-		for q, p := range bufs[0].PeerRecv {
-			args.PeerRecv[q] = uint64(p)
-		}
+	for s := range args.PeerRecv { // a Launch of more calls holds those of the first few (snac.Merge)
+		args.PeerRecv[s] = uint64(atom.PeerOutput(bufs, s, r.topo.NRanks))
 	}
 }
 

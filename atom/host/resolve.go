@@ -3,6 +3,7 @@ package host
 import (
 	"sync"
 
+	"purlin/atom"
 	"purlin/errs"
 	"purlin/snac"
 )
@@ -26,12 +27,11 @@ func (x *worker) plain(s *snac.Step, ref snac.Ref, k, n uint64) ([]byte, error) 
 		}
 		return bytesAt(base+uintptr(start), n), nil
 	case snac.SpacePeerRecv:
-		var base uintptr
-		if len(x.bufs) == 1 && int(ref.Rank) < len(x.bufs[0].PeerRecv) {
-			base = x.bufs[0].PeerRecv[ref.Rank]
-		}
+		nranks := len(x.r.syms)
+		base := atom.PeerOutput(x.bufs, int(ref.Rank), nranks)
 		if base == 0 && n > 0 {
-			return nil, errs.New(errs.ErrInternal, "output of rank %d: not reachable in a Launch of %d buffers (a direct Plan needs the peers' outputs)", ref.Rank, len(x.bufs))
+			return nil, errs.New(errs.ErrInternal, "output of rank %d of buffer %d: not reachable in a Launch of %d buffers (a direct Plan needs the peers' outputs)",
+				int(ref.Rank)%max(nranks, 1), int(ref.Rank)/max(nranks, 1), len(x.bufs))
 		}
 		return bytesAt(base+uintptr(start), n), nil
 	case snac.SpaceStage:

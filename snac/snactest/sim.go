@@ -25,6 +25,10 @@ type Launch struct {
 	Plan *snac.Plan
 	Mem  []byte
 	Bufs []Buffer
+	// Collectives are the buffers of the Launch's collectives, in the order
+	// a merged Plan chains them (nil: buffer 0 alone), where peers push
+	// into their outputs (snac.SpacePeerRecv).
+	Collectives []int
 	// Written is filled by Run: which bytes of Mem the Plan wrote.
 	Written []bool
 	// final marks output bytes an Epilogue step has finished: no step
@@ -52,6 +56,7 @@ type rank struct {
 	broken              error // the rank's first error (RunEach): it runs nothing more
 	queue               []*Launch
 	cur                 *Launch
+	collStart           uint64     // cur's first epoch on the collective channel
 	plan                *snac.Plan // cur's Plan, its loops unrolled
 	workers             []worker
 }
@@ -247,6 +252,7 @@ func (s *Sim) begin(rk *rank) error {
 		return fmt.Errorf("snactest: rank %d call %d: %w", rk.id, rk.calls, err)
 	}
 	rk.workers = make([]worker, len(p.Workers))
+	rk.collStart = rk.epochs[snac.EpochSlot(snac.Collective, 0)]
 	for i, wk := range p.Workers {
 		rk.workers[i] = worker{pc: int(wk.First), end: int(wk.First + wk.Count), epoch: rk.epochs[snac.EpochSlot(wk.Channel, wk.Index)],
 			slow: s.rng.IntN(slowOdds) == 0}

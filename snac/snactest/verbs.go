@@ -201,11 +201,16 @@ func (s *Sim) write(rk *rank, w *worker, st *snac.Step, r snac.Ref, data []byte)
 	case snac.SpaceRecv:
 		return writeOutput(rk.cur, int(r.Rank), st, r, data)
 	case snac.SpacePeerRecv:
-		l, err := s.peerOutput(w, int(r.Rank))
+		// The slot names a peer's output of one of this Launch's calls
+		// (snac.PeerSlot): it must be the call this worker is in.
+		if mine := collectiveBuffer(rk, w.epoch); int(r.Rank)/len(s.ranks) != mine {
+			return errs.New(errs.ErrInternal, "pushes into peer slot %d (buffer %d) in the call of buffer %d", r.Rank, int(r.Rank)/len(s.ranks), mine)
+		}
+		l, buf, err := s.peerOutput(w, int(r.Rank)%len(s.ranks))
 		if err != nil {
 			return err
 		}
-		return writeOutput(l, 0, st, r, data)
+		return writeOutput(l, buf, st, r, data)
 	case snac.SpaceStage:
 		owner := s.ranks[r.Rank]
 		at := r.Off + (w.epoch&1)*r.Half
@@ -365,26 +370,37 @@ func writeOutput(l *Launch, buf int, st *snac.Step, r snac.Ref, data []byte) err
 	return nil
 }
 
-// peerOutput is the Launch whose output a direct push of worker w into
-// rank q's output (snac.SpacePeerRecv) lands in: q's current one, which
-// must be the same call (q's workers of the channel at w's epoch) and a
-// call alone. Anything else is a push into a call that has not begun
-// there, or has ended, the race the direct regime's enter handshake
-// exists to prevent.
-func (s *Sim) peerOutput(w *worker, q int) (*Launch, error) {
-	if q >= len(s.ranks) {
-		return nil, errs.New(errs.ErrInternal, "pushes into the output of rank %d of %d", q, len(s.ranks))
+// collectiveBuffer is the buffer of rank rk's current Launch whose call
+// its collective channel runs at epoch (Launch.Collectives), or -1.
+func collectiveBuffer(rk *rank, epoch uint64) int {
+	k := int((epoch - rk.collStart) / snac.EpochAdvance)
+	switch {
+	case rk.cur.Collectives == nil && k == 0:
+		return 0
+	case k < len(rk.cur.Collectives):
+		return rk.cur.Collectives[k]
 	}
+	return -1
+}
+
+// peerOutput is the Launch and buffer whose output a direct push of
+// worker w into rank q's output (snac.SpacePeerRecv) lands in: q's
+// current Launch, which must be in the same call (q's workers of the
+// channel at w's epoch), and that call's buffer there (Launch.Collectives),
+// however each rank grouped its calls. Anything else is a push into a
+// call that has not begun there, or has ended, the race the direct
+// regime's enter handshake exists to prevent.
+func (s *Sim) peerOutput(w *worker, q int) (*Launch, int, error) {
 	owner := s.ranks[q]
 	if owner.cur != nil {
 		for i, wk := range owner.plan.Workers {
 			if wk.Channel == snac.Collective && owner.workers[i].epoch == w.epoch {
-				if len(owner.cur.Bufs) != 1 {
-					return nil, errs.New(errs.ErrInternal, "pushes into rank %d's output in a Launch of %d buffers", q, len(owner.cur.Bufs))
+				if buf := collectiveBuffer(owner, w.epoch); buf >= 0 {
+					return owner.cur, buf, nil
 				}
-				return owner.cur, nil
+				return nil, 0, errs.New(errs.ErrInternal, "pushes into rank %d's output of a collective its Launch does not hold", q)
 			}
 		}
 	}
-	return nil, errs.New(errs.ErrInternal, "pushes into rank %d's output in channel call %d, which rank %d is not in", q, channelCall(w.epoch), q)
+	return nil, 0, errs.New(errs.ErrInternal, "pushes into rank %d's output in channel call %d, which rank %d is not in", q, channelCall(w.epoch), q)
 }
