@@ -34,7 +34,19 @@ __attribute__((constructor)) static void findCore(void) {
   snprintf(corePath, sizeof corePath, "%s/libpurlin-core.so", real);
 }
 
+/* Held while the core loads: a fork waits for it (guard.c), so that no
+ * child is forked with the loader's state or the core's runtime half made. */
+pthread_mutex_t purlinCoreLoading = PTHREAD_MUTEX_INITIALIZER;
+
+static void loadLocked(void);
+
 static void load(void) {
+  pthread_mutex_lock(&purlinCoreLoading);
+  loadLocked();
+  pthread_mutex_unlock(&purlinCoreLoading);
+}
+
+static void loadLocked(void) {
   if (corePath[0] == '\0') return; /* findCore said why */
   void *h = dlopen(corePath, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {

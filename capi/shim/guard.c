@@ -47,8 +47,18 @@ static void purlinMarkForked(void) {
   }
 }
 
+/* A fork waits for a load of the core in progress on another thread
+ * (core.c): forked in its middle, the child would hold the loader's locks
+ * and a Go runtime half started, and crash or hang at its first call. */
+static void waitForLoad(void) { pthread_mutex_lock(&purlinCoreLoading); }
+static void loadDone(void) { pthread_mutex_unlock(&purlinCoreLoading); }
+static void childOfFork(void) {
+  pthread_mutex_unlock(&purlinCoreLoading);
+  purlinMarkForked();
+}
+
 __attribute__((constructor)) static void purlinInstallForkGuard(void) {
-  pthread_atfork(NULL, NULL, purlinMarkForked);
+  pthread_atfork(waitForLoad, loadDone, childOfFork);
 }
 
 const char* purlinForkedText = "called in a child process forked (without exec) after Purlin was first used: "

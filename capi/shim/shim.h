@@ -7,6 +7,8 @@
 #ifndef PURLIN_SHIM_H_
 #define PURLIN_SHIM_H_
 
+#include <pthread.h>
+
 #include "capi.h"
 #include "callcache.h"
 #include "libpurlin-core.h" /* the core's exports, as `go build -buildmode=c-shared` writes them */
@@ -30,6 +32,8 @@ typedef struct {
 /* purlinCore holds the core's exports once purlinCoreLoaded is set. */
 __attribute__((visibility("hidden"))) extern purlinCoreExports purlinCore;
 __attribute__((visibility("hidden"))) extern int purlinCoreLoaded;
+/* purlinCoreLoading is held while the core loads (core.c); a fork waits for it (guard.c). */
+__attribute__((visibility("hidden"))) extern pthread_mutex_t purlinCoreLoading;
 
 /* purlinCoreLoad loads the core once and reports whether it is loaded;
  * purlinCoreFailure says why not ("" while nothing failed). */

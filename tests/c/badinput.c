@@ -325,6 +325,7 @@ int main(int argc, char** argv) {
   RUN(test_destroyed_comm);
   RUN(test_fork_child);
   RUN(test_fork_before_first_call);
+  RUN(test_fork_during_load);
   RUN(test_mismatch_count);
   RUN(test_mismatch_dtype);
   RUN(test_mismatch_op);

@@ -30,6 +30,7 @@ int badinput_worker(int argc, char** argv);
 void test_destroyed_comm(void);
 void test_fork_child(void);
 void test_fork_before_first_call(void);
+void test_fork_during_load(void);
 void test_mismatch_count(void);
 void test_mismatch_dtype(void);
 void test_mismatch_op(void);

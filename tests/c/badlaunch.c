@@ -139,6 +139,23 @@ void test_fork_before_first_call(void) {
          p.exited && p.code == EXIT_WRONG ? "a wrong result, or the core loaded too early" : "see stderr");
 }
 
+/* Forks while another thread loads the core, at delays across the load (a
+ * fresh process each): every child's call succeeds or is refused at once. */
+void test_fork_during_load(void) {
+  static const char* delays_us[] = {"0", "50", "100", "200", "400", "800", "1600", "5000"};
+  for (size_t i = 0; i < sizeof delays_us / sizeof *delays_us; i++) {
+    proc p;
+    if (procs_spawn(&p, 1, "forkload", NULL, delays_us[i]) != 0) {
+      FAILF("spawn failed");
+      return;
+    }
+    procs_wait(&p, 1, 40);
+    char how[64];
+    EXPECT(p.exited && p.code == EXIT_OK, "a fork %s us into the core's load: the worker %s", delays_us[i],
+           procs_describe(&p, how, sizeof how));
+  }
+}
+
 /* A fork() child without exec shares the parent's communicators but not its
  * threads; any library call there must fail at once instead of hanging. */
 void test_fork_child(void) {

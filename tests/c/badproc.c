@@ -4,6 +4,7 @@
  * die, a fork() child, and ranks forked before any call. Each runs in exec'd
  * workers under a deadline.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,42 @@ static int scenario_fork_first(void) {
     }
   }
   return worst;
+}
+
+/* A thread's first call loads the core while this thread forks, delay_us
+ * after starting it: the fork waits for the load, or comes before it, so the
+ * child's call either loads its own core or is refused as a child forked
+ * after the load, at once. Forked in the load's middle, a child crashed or
+ * hung. */
+static void* load_core(void* unused) {
+  (void)unused;
+  ncclUniqueId id;
+  ncclGetUniqueId(&id);
+  return NULL;
+}
+
+static int scenario_fork_load(int delay_us) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, load_core, NULL) != 0) return EXIT_INIT;
+  if (delay_us > 0) usleep(delay_us);
+  fflush(NULL);
+  proc kid;
+  memset(&kid, 0, sizeof kid);
+  kid.pid = fork();
+  if (kid.pid == 0) {
+    alarm(10);
+    ncclUniqueId id;
+    ncclResult_t rc = ncclGetUniqueId(&id);
+    _exit(rc == ncclSuccess || rc == ncclInvalidUsage ? EXIT_OK : EXIT_WRONG);
+  }
+  procs_wait(&kid, 1, 20);
+  pthread_join(t, NULL);
+  char how[64];
+  if (!kid.exited || kid.code != EXIT_OK) {
+    fprintf(stderr, "  forked %d us into the core's load: the child %s\n", delay_us, procs_describe(&kid, how, sizeof how));
+    return EXIT_WRONG;
+  }
+  return EXIT_OK;
 }
 
 /* Both ranks fill sendbuff with rank+1; each checks its own output if its call succeeds. */
@@ -230,6 +267,7 @@ int badinput_worker(int argc, char** argv) {
   const char* extra = argc > 5 ? argv[5] : "";
   if (!strcmp(scenario, "destroyed")) return scenario_destroyed();
   if (!strcmp(scenario, "forkfirst")) return scenario_fork_first();
+  if (!strcmp(scenario, "forkload")) return scenario_fork_load(atoi(extra));
   ncclUniqueId id;
   if (procs_read_id(&id) != 0) return EXIT_INIT;
   ncclComm_t comm = NULL;
