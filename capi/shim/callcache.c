@@ -118,7 +118,11 @@ static void setWindow(int i, uintptr_t comm, uint64_t base, uint64_t end) {
 
 void purlinCallWindows(uintptr_t comm, const uint64_t *ranges, int n) {
   pthread_mutex_lock(&windowLock);
-  __atomic_fetch_add(&windowSeq, 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_add(&windowSeq, 1, __ATOMIC_RELAXED);
+  /* No store to the table may be seen before the sequence turned odd (a
+   * weakly ordered CPU may otherwise show a reader new entries under an even
+   * sequence), as purlinCallRecord's writer does. */
+  __atomic_thread_fence(__ATOMIC_RELEASE);
   int k = 0;
   for (int i = 0; i < windowCount; i++) {
     if (windowTable[i].comm != comm) setWindow(k++, windowTable[i].comm, windowTable[i].base, windowTable[i].end);
