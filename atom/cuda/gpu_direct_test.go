@@ -36,6 +36,72 @@ func TestGPUDirect(t *testing.T) {
 	t.Run("engine", func(t *testing.T) { runGPUDirect(t, engineTopology) })
 	t.Run("stream work first", func(t *testing.T) { runGPUDirectAfterStreamWork(t, gpuTopology) })
 	t.Run("stream work first, engine", func(t *testing.T) { runGPUDirectAfterStreamWork(t, engineTopology) })
+	t.Run("merged on one rank", func(t *testing.T) { runGPUDirectMerged(t, gpuTopology) })
+}
+
+// runGPUDirectMerged: rank 0 launches an AllGather and an AllReduce whose
+// outputs lie in the window as one merged Plan (its second call's peers'
+// outputs in peer slots of buffer 1: snac.PeerSlot), rank 1 launches each
+// alone; both push into the outputs, and every output is checked.
+func runGPUDirectMerged(t *testing.T, topology func(n, rank int) snac.Topology) {
+	const n, window = 2, 64 << 20
+	ranks := newGPURanksOnDevices(t, n, int64(20*time.Second), topology, inTurn())
+	_, peers := mapDirectWindow(t, ranks, window)
+	rng := rand.New(rand.NewPCG(9, 35))
+	colls := []spec.Collective{spec.AllGather, spec.AllReduce}
+	calls := make([][]*spec.Call, len(colls)) // [call][rank]
+	want := make([][]spectest.Output, len(colls))
+	for i, coll := range colls {
+		calls[i] = make([]*spec.Call, n)
+		for r := range n {
+			calls[i][r] = typedCall(coll, spec.Float32, spectest.OpFor(spec.Op{Kind: spec.Sum}, spec.Float32, n), n, r, 2<<20)
+		}
+		inputs := spectest.Inputs(rng, calls[i])
+		want[i] = spectest.Expected(calls[i], inputs)
+		for r, c := range calls[i] {
+			in, _ := c.Extents()
+			send := ranks[r].alloc(t, int(in))
+			ranks[r].upload(t, send, inputs[r])
+			c.Send, c.Recv = uintptr(send), peers[r][r]+uintptr(i)*(16<<20)
+		}
+	}
+	for r, g := range ranks {
+		topo := g.topo
+		topo.Direct = true
+		var plans []*snac.Plan
+		var bufs []atom.Buffers
+		for i := range colls {
+			c := calls[i][r]
+			p, err := snac.Build(c, topo)
+			require.NoError(t, err, "%s", c)
+			require.True(t, p.PushesIntoPeers(), "%s", c)
+			b := atom.Buffers{Send: c.Send, Recv: c.Recv}
+			for q := range n {
+				b.PeerRecv[q] = peers[r][q] + uintptr(i)*(16<<20)
+			}
+			plans, bufs = append(plans, p), append(bufs, b)
+		}
+		if r == 0 {
+			merged, err := snac.Merge(plans...)
+			require.NoError(t, err)
+			require.NoError(t, g.Launch(merged, bufs, uintptr(g.stream)))
+			continue
+		}
+		for i := range plans {
+			require.NoError(t, g.Launch(plans[i], bufs[i:i+1], uintptr(g.stream)))
+		}
+	}
+	for r, g := range ranks {
+		g.sync(t)
+		require.NoError(t, g.AsyncError(), "rank %d", r)
+	}
+	for i := range colls {
+		for r, c := range calls[i] {
+			_, out := c.Extents()
+			got := ranks[r].download(t, devicePtr(c.Recv), int(out))
+			require.NoError(t, spectest.Compare(c.Type, got, want[i][r]), "%s rank %d", c, r)
+		}
+	}
 }
 
 // mapDirectWindow allocates a window of size bytes on every rank and maps
