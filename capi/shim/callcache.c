@@ -97,8 +97,11 @@ static int fits(const purlinCallFacts *f, uint64_t send, uint64_t recv) {
  * whose output lies in one of its communicator's goes to Go, which pushes
  * it straight into the outputs. Writers take windowLock; readers check
  * windowSeq around their look (odd while written) and, where it moved,
- * take the call for one in a window: Go serves either. Past kWindows
- * windows in all, every such call is taken for one. */
+ * take the call for one in a window: Go serves either. A communicator with
+ * more windows than the table has room for holds, after those that fit,
+ * one entry spanning every address: its calls are all taken for calls in
+ * a window until its list fits again. Where not even that entry fits,
+ * every such call is taken for one (windowOverflow) from then on. */
 enum { kWindows = 64 };
 static struct {
   uintptr_t comm;
@@ -127,13 +130,10 @@ void purlinCallWindows(uintptr_t comm, const uint64_t *ranges, int n) {
   for (int i = 0; i < windowCount; i++) {
     if (windowTable[i].comm != comm) setWindow(k++, windowTable[i].comm, windowTable[i].base, windowTable[i].end);
   }
-  for (int i = 0; i < n; i++) {
-    if (k == kWindows) {
-      __atomic_store_n(&windowOverflow, 1, __ATOMIC_RELAXED);
-      break;
-    }
-    setWindow(k++, comm, ranges[2 * i], ranges[2 * i + 1]);
-  }
+  int room = kWindows - k, fit = n <= room ? n : room - 1;
+  for (int i = 0; i < fit; i++) setWindow(k++, comm, ranges[2 * i], ranges[2 * i + 1]);
+  if (n > room && room > 0) setWindow(k++, comm, 0, UINT64_MAX); /* the rest: anywhere */
+  if (n > 0 && room == 0) __atomic_store_n(&windowOverflow, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&windowCount, k, __ATOMIC_RELAXED);
   __atomic_fetch_add(&windowSeq, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&windowLock);

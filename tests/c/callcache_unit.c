@@ -458,6 +458,27 @@ static void test_symmetric_windows(void) {
   purlinCallWindows(other.comm, NULL, 0);
 }
 
+/* A communicator with more symmetric windows than the table holds has all
+ * its collectives that direct go to Go, even outside its windows, until
+ * its list fits again; then the cache serves them as before. */
+static void test_many_windows(void) {
+  purlinCallKey k = key(63);
+  purlinCallFacts directs = apart;
+  directs.directs = 1;
+  record(&k, &directs, 63, 8);
+  uint64_t many[2 * 70];
+  for (int i = 0; i < 70; i++) many[2 * i] = 0x100000 + 0x10000 * (uint64_t)i, many[2 * i + 1] = many[2 * i] + 0x1000;
+  purlinCallWindows(k.comm, many, 70);
+  reset();
+  purlinCall(&k, 0x1000, 0x2000); /* in none of them */
+  expect_trail("C63 ", "a call beside 70 windows, more than the table holds");
+  purlinCallWindows(k.comm, many, 2);
+  purlinCall(&k, 0x1000, 0x2000);
+  purlinCall(&k, 0x1000, 0x100000);
+  expect_trail("I63 C63 ", "the list fits again");
+  purlinCallWindows(k.comm, NULL, 0);
+}
+
 /* With the cache off (Go says so when first asked to record), groups go to
  * Go from their start. Last: the setting holds for the process. */
 static void test_cache_off(void) {
@@ -487,6 +508,7 @@ int main(void) {
   RUN(test_group_sends_and_receives);
   RUN(test_group_declined);
   RUN(test_symmetric_windows);
+  RUN(test_many_windows);
   RUN(test_cache_off);
   return harness_finish();
 }
