@@ -26,7 +26,8 @@ type directCase struct {
 // with WindowCollSymmetric, at one offset on every rank, push straight
 // into the outputs where the collective copies or all-reduces
 // (snac.Topology.Direct; an AllToAll in place saves what it sends first)
-// and stage as before where it does not (a Gather), all in
+// and stage as before where it does not (a Gather; a Scatter, whose
+// outputs in place lie at an offset of each rank's own), all in
 // one sequence each rank issues from its own goroutine, at sizes from
 // packets to many chunks; every output matches the reference. Then, with
 // the windows deregistered, the same buffers stage.
@@ -39,7 +40,7 @@ func TestDirectCollectives(t *testing.T) {
 			for _, count := range []uint64{3, 200, 3000, 20000} {
 				for _, coll := range []spec.Collective{spec.AllGather, spec.Broadcast, spec.AllReduce, spec.Gather, spec.Scatter, spec.AllGatherV, spec.AllToAll, spec.AllGatherColumns} {
 					s := randomShape(rng, coll, n, count)
-					cases = append(cases, directCase{s, (coll == spec.AllGather || coll == spec.Broadcast || coll == spec.AllToAll) && count%2 == 0})
+					cases = append(cases, directCase{s, (coll == spec.AllGather || coll == spec.Broadcast || coll == spec.AllToAll || coll == spec.Scatter) && count%2 == 0})
 				}
 			}
 			const windowBytes = 4 << 20
@@ -87,8 +88,11 @@ func runDirect(t *testing.T, comms []*Comm, bufs []uintptr, size uint64, cases [
 			c.Send = c.Recv + uintptr(out+4096)&^4095
 			if dc.inPlace {
 				c.Send = c.Recv
-				if c.Coll == spec.AllGather {
+				switch c.Coll {
+				case spec.AllGather:
 					c.Send += uintptr(uint64(r) * c.Count * uint64(c.Type.Size()))
+				case spec.Scatter: // each rank's output its slice of its input: at an offset of its own
+					c.Recv += uintptr(uint64(r) * c.Count * uint64(c.Type.Size()))
 				}
 			}
 			_, o := c.Extents()

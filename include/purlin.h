@@ -286,8 +286,8 @@ purlinResult_t purlinCommDeregister(const purlinComm_t comm, void* handle);
  * With PURLIN_WIN_COLL_SYMMETRIC, a call whose output lies in the window
  * (at the same offset on every rank: the flag's promise, as NCCL's) skips
  * staging past packet sizes: AllGather, AllGatherV, AllGatherColumns,
- * AllToAll, Broadcast and Scatter push each rank's part straight into the
- * other ranks' outputs, and AllReduce its reduced shards. */
+ * AllToAll and Broadcast push each rank's part straight into the other
+ * ranks' outputs, and AllReduce its reduced shards. */
 typedef struct purlinWindow* purlinWindow_t;
 #define PURLIN_WIN_DEFAULT 0x00
 #define PURLIN_WIN_COLL_SYMMETRIC 0x01

@@ -2,8 +2,8 @@ package snac
 
 import "purlin/spec"
 
-// A collective of copies (AllGather, AllToAll, Broadcast, Scatter,
-// AllGatherV and AllGatherColumns) whose outputs are
+// A collective of copies (AllGather, AllToAll, Broadcast, AllGatherV and
+// AllGatherColumns) whose outputs are
 // symmetric (Topology.Direct: every rank's output at one offset of a
 // registered window) skips staging: each producer pushes its part straight
 // into its consumer's output (SpacePeerRecv), and the consumer only waits.
@@ -41,12 +41,16 @@ import "purlin/spec"
 // (each rank decides from where its own output lies: a Gather's other
 // ranks have none to tell them where the root's is). Of the transposes,
 // the even one alone (AllToAll: emitDirectTranspose); V and column
-// layouts have no in-place form to line up with.
+// layouts have no in-place form to line up with. Not a Scatter: in place,
+// each rank's output is its own slice of its input, so where the inputs
+// lie at one offset of the windows the outputs do not, and a rank cannot
+// tell from its own call where a peer's lies.
 func Directs(c *spec.Call) bool {
 	d := c.Coll.Definition()
 	_, known := globalLongest(c)
 	evenTranspose := d.Out.Shape == spec.Transposed && !d.Out.V && !d.Out.Columns
-	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && (d.Out.Shape != spec.Transposed || evenTranspose) && !d.Out.Rooted
+	sliceOfInput := d.In.Shape == spec.Scattered && d.Out.Shape == spec.Packed
+	copies := c.Coll != spec.SendRecv && d.Consume == spec.ConsumeCopy && (d.Out.Shape != spec.Transposed || evenTranspose) && !d.Out.Rooted && !sliceOfInput
 	return known && c.NRanks > 1 && (copies || allReduces(c.Coll)) && c.Epilogue.Kind == 0
 }
 

@@ -73,7 +73,7 @@ func TestDirectPlans(t *testing.T) {
 				for r := range calls {
 					maps.Copy(spaces, spacesOf(q.launches[r][last].Plan))
 				}
-				want := q.w.topo.Direct && c != spec.Gather && p.Regime != snac.RegimePacket && p.Regime != snac.RegimeEmpty
+				want := q.w.topo.Direct && c != spec.Gather && c != spec.Scatter && p.Regime != snac.RegimePacket && p.Regime != snac.RegimeEmpty
 				if c == spec.AllReduce && p.Workers[0].Engine == snac.EngineCopy {
 					want = false // its reduce-scatter on the copy engine pushes into staging alone
 				}
@@ -94,7 +94,7 @@ func TestDirectPlans(t *testing.T) {
 				}
 			}
 			q.run("n=%d %s, seed %d", n, coll, seed)
-			require.Equal(t, coll != spec.Gather, direct > 0, "n=%d %s: %d direct Plans (a Gather never is: Directs)", n, coll, direct)
+			require.Equal(t, coll != spec.Gather && coll != spec.Scatter, direct > 0, "n=%d %s: %d direct Plans (a Gather or Scatter never is: Directs)", n, coll, direct)
 			if topo.EngineMin == 0 {
 				require.Positive(t, reduced, "n=%d: no AllReduce pushed into the outputs", n)
 			}
