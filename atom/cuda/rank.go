@@ -255,7 +255,9 @@ func (r *Rank) fillArgs(args *launchArgs, plan *snac.Plan, d *devicePlan, bufs [
 		args.Send[i], args.Recv[i] = uint64(b.Send), uint64(b.Recv)
 		args.Residual[i], args.Weight[i], args.Quant[i], args.Scales[i] = uint64(b.Residual), uint64(b.Weight), uint64(b.Quant), uint64(b.Scales)
 	}
-	for s := range args.PeerRecv { // a Launch of more calls holds those of the first few (snac.Merge)
+	// The peer slots of the Launch's calls (snac.PeerSlot); those past
+	// the table, Merge never names.
+	for s := range min(len(bufs)*r.topo.NRanks, len(args.PeerRecv)) {
 		args.PeerRecv[s] = uint64(atom.PeerOutput(bufs, s, r.topo.NRanks))
 	}
 }
