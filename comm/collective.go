@@ -160,18 +160,21 @@ func buffersOf(call *spec.Call) atom.Buffers {
 // launchMerged builds the Plans of a group's operations on c, merges them
 // into one (buffer i is operation i's) and launches it on stream. A merge
 // past the limits of one launch (atom.MaxBuffers calls, snac.Merge's
-// workers) launches nothing and returns its error. The lists it passes on
-// are the group's own (Merge's cache copies the Plans, Launch does not
-// retain the buffers).
-func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) error {
+// workers) launches nothing and returns its error, and launched false: the
+// caller may launch the operations another way. Once the datapath's Launch
+// was called, launched is true whatever it returned, since a Launch that
+// failed may have issued part of the Plan, and launching its calls again
+// would run them twice. The lists it passes on are the group's own
+// (Merge's cache copies the Plans, Launch does not retain the buffers).
+func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) (launched bool, err error) {
 	if err := c.usable(ops[0].call.Coll.String()); err != nil {
-		return err
+		return false, err
 	}
 	if len(ops) == 1 {
-		return c.launch(&ops[0].call, stream)
+		return true, c.launch(&ops[0].call, stream)
 	}
 	if len(ops) > atom.MaxBuffers {
-		return errs.New(errs.ErrUnsupported, "GroupEnd: %d operations of rank %d in one launch, at most %d", len(ops), c.rank, atom.MaxBuffers)
+		return false, errs.New(errs.ErrUnsupported, "GroupEnd: %d operations of rank %d in one launch, at most %d", len(ops), c.rank, atom.MaxBuffers)
 	}
 	g.plans, g.bufs = g.plans[:0], g.bufs[:0]
 	for i := range ops {
@@ -181,16 +184,16 @@ func (g *group) launchMerged(c *Comm, ops []groupOp, stream uintptr) error {
 		b := buffersOf(&ops[i].call)
 		p, err := c.plans.get(&ops[i].call, c.directOf(&ops[i].call, &b))
 		if err != nil {
-			return err
+			return false, err
 		}
 		g.plans = append(g.plans, p)
 		g.bufs = append(g.bufs, b)
 	}
 	merged, err := c.plans.merge(g.plans)
 	if err != nil {
-		return errs.New(errs.ErrInternal, "GroupEnd: merging %d operations of rank %d: %v", len(ops), c.rank, err)
+		return false, errs.New(errs.ErrInternal, "GroupEnd: merging %d operations of rank %d: %v", len(ops), c.rank, err)
 	}
-	return c.dp.Launch(merged, g.bufs, stream)
+	return true, c.dp.Launch(merged, g.bufs, stream)
 }
 
 // cloneCall copies call with its own vectors: a queued call must not alias

@@ -258,13 +258,17 @@ func (g *group) launchFor(c *Comm) error {
 		colls = colls[n:]
 		if len(p2p) > 0 {
 			g.merged = append(append(g.merged[:0], run...), p2p...)
-			if g.launchMerged(c, g.merged, stream) == nil {
+			if launched, err := g.launchMerged(c, g.merged, stream); launched {
+				note(err)
 				p2p = nil
 				continue
 			}
 		}
-		if len(run) > 1 && g.launchMerged(c, run, stream) == nil {
-			continue
+		if len(run) > 1 {
+			if launched, err := g.launchMerged(c, run, stream); launched {
+				note(err)
+				continue
+			}
 		}
 		for i := range run {
 			note(c.launch(&run[i].call, stream))
@@ -288,7 +292,8 @@ var _ = [1]struct{}{}[max(0, 2*snac.MaxRanks-atom.MaxBuffers)]
 // made. A launch's error stops the ones after it.
 func (g *group) launchP2P(c *Comm, p2p []groupOp, stream uintptr) error {
 	if len(p2p) <= atom.MaxBuffers {
-		return g.launchMerged(c, p2p, stream)
+		_, err := g.launchMerged(c, p2p, stream)
+		return err
 	}
 	g.launches = slices.Grow(g.launches[:0], len(p2p))[:len(p2p)]
 	n, err := snac.SplitP2P(g.launches, atom.MaxBuffers, func(i int) *spec.Call { return &p2p[i].call })
@@ -302,7 +307,7 @@ func (g *group) launchP2P(c *Comm, p2p []groupOp, stream uintptr) error {
 				g.merged = append(g.merged, p2p[i])
 			}
 		}
-		if err := g.launchMerged(c, g.merged, stream); err != nil {
+		if _, err := g.launchMerged(c, g.merged, stream); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,15 @@ package comm
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/atom"
+	"purlin/errs"
+	"purlin/snac"
 	"purlin/spec"
 )
 
@@ -45,4 +49,57 @@ func TestGroupSendDoesNotWaitForItsCollective(t *testing.T) {
 		require.Equal(t, bytes.Repeat([]byte{0, 0, 0, 0x40}, 16), sums[r].bytes(), "rank %d's sum is 2.0", r)
 	}
 	require.Equal(t, bytes.Repeat([]byte{7}, size), in.bytes())
+}
+
+// failingMerges is a rank whose Launch of a merged Plan (more than one
+// buffer pair) fails, as a datapath's can after issuing part of it; it
+// counts the Launches.
+type failingMerges struct {
+	atom.Rank
+	launches int
+}
+
+func (f *failingMerges) Launch(p *snac.Plan, bufs []atom.Buffers, stream uintptr) error {
+	f.launches++
+	if len(bufs) > 1 {
+		return errs.New(errs.ErrCuda, "failingMerges: a merged launch failed part way")
+	}
+	return f.Rank.Launch(p, bufs, stream)
+}
+
+// A group whose merged launch failed returns that error and does not
+// launch its calls again one by one: the failed Launch may have issued
+// part of the Plan, and its calls would run twice. The communicator stays
+// usable.
+func TestGroupDoesNotRelaunchAFailedMerge(t *testing.T) {
+	runtime.LockOSThread() // a group belongs to its thread
+	defer runtime.UnlockOSThread()
+	c := startComms(t, 1, testConfig())[0]
+	dp := &failingMerges{Rank: c.dp}
+	c.dp = dp
+	t.Cleanup(func() { c.dp = dp.Rank })
+	in, out := newBuffer(t, 1024), newBuffer(t, 1024)
+	calls := map[string][]spec.Call{
+		"two collectives": {
+			{Coll: spec.AllReduce, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32},
+			{Coll: spec.AllReduce, Send: in.addr() + 256, Recv: out.addr() + 256, Count: 64, Type: spec.Float32},
+		},
+		"a collective and a send and receive": {
+			{Coll: spec.AllReduce, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32},
+			{Coll: spec.SendRecv, Send: in.addr() + 256, Count: 64, Type: spec.Float32, Peer: 0, IsSend: true},
+			{Coll: spec.SendRecv, Recv: out.addr() + 256, Count: 64, Type: spec.Float32, Peer: 0},
+		},
+	}
+	for name, group := range calls {
+		dp.launches = 0
+		require.NoError(t, GroupStart())
+		for i := range group {
+			require.NoError(t, c.Collective(&group[i], 0), name)
+		}
+		err := GroupEnd()
+		require.ErrorIs(t, err, errs.ErrCuda, name)
+		require.Equal(t, 1, dp.launches, "%s: the merged Plan alone, not its calls again", name)
+	}
+	single := spec.Call{Coll: spec.AllReduce, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32}
+	require.NoError(t, c.Collective(&single, 0))
 }

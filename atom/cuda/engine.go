@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"cmp"
 	"encoding/binary"
 	"unsafe"
 
@@ -174,13 +175,17 @@ func (r *Rank) launchEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, st
 				return err
 			}
 		}
-		if err := r.enqueueEngine(p, d, bufs, stream, args, epilogue); err != nil {
-			return err
-		}
-		return o.launched(stream)
+		// Even a failed call may have left work on stream: the next
+		// launch on another stream follows it.
+		err := r.enqueueEngine(p, d, bufs, stream, args, epilogue)
+		return cmp.Or(err, o.launched(stream))
 	})
 }
 
+// enqueueEngine enqueues d on stream and its side streams. A side stream
+// once forked joins back into stream also where a later operation fails,
+// so that the caller's stream still follows what was issued (and a
+// capture stays joined); the first error is returned.
 func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, stream cuStream, args *launchArgs, epilogue uint32) error {
 	e := &r.engine
 	if err := cuErr(driver.EventRecord(e.fork, stream), "cuEventRecord", "copy engine fork"); err != nil {
@@ -191,37 +196,59 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 			return err
 		}
 	}
-	signals := r.base
-	signals.Steps = d.steps
-	// The workers' operations are issued in turn, one of each at a time,
-	// so that every copy engine starts at once: issued worker by worker,
-	// an eager call's last worker would start only once the host had
-	// issued all the others' (a few microseconds an operation).
-	var lanes [maxEngineWorkers]struct {
-		side cuStream
-		ops  []engineOp
-	}
-	n, longest := 0, 0
+	var lanes [maxEngineWorkers]engineLane
+	n := 0
+	var err error
 	for _, ops := range d.engine {
 		if ops == nil {
 			continue
 		}
-		lanes[n].side, lanes[n].ops = e.side[n], ops
-		if err := cuErr(driver.StreamWaitEvent(lanes[n].side, e.fork, 0), "cuStreamWaitEvent", "copy engine fork"); err != nil {
-			return err
+		if err = cuErr(driver.StreamWaitEvent(e.side[n], e.fork, 0), "cuStreamWaitEvent", "copy engine fork"); err != nil {
+			break
 		}
-		longest = max(longest, len(ops))
+		lanes[n] = engineLane{side: e.side[n], ops: ops}
 		n++
 	}
+	if err == nil {
+		err = r.issueEngine(p, d, bufs, lanes[:n])
+	}
+	for k := range n {
+		if jerr := cuErr(driver.EventRecord(e.join, lanes[k].side), "cuEventRecord", "copy engine join"); jerr != nil {
+			err = cmp.Or(err, jerr)
+			continue
+		}
+		err = cmp.Or(err, cuErr(driver.StreamWaitEvent(stream, e.join, 0), "cuStreamWaitEvent", "copy engine join"))
+	}
+	return err
+}
+
+// engineLane is a copy-engine worker's operations and the side stream
+// they are issued on.
+type engineLane struct {
+	side cuStream
+	ops  []engineOp
+}
+
+// issueEngine issues the lanes' operations in turn, one of each at a
+// time, so that every copy engine starts at once: issued worker by
+// worker, an eager call's last worker would start only once the host had
+// issued all the others' (a few microseconds an operation).
+func (r *Rank) issueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, lanes []engineLane) error {
+	signals := r.base
+	signals.Steps = d.steps
+	longest := 0
+	for _, l := range lanes {
+		longest = max(longest, len(l.ops))
+	}
 	for i := range longest {
-		for k := range n {
-			if i >= len(lanes[k].ops) {
+		for _, l := range lanes {
+			if i >= len(l.ops) {
 				continue
 			}
-			side, op := lanes[k].side, lanes[k].ops[i]
+			op := l.ops[i]
 			if op.step < 0 {
 				signals.Workers = d.segments + uint64(op.segment)*uint64(segmentSize)
-				if res := launchKernel(r.ctx, r.fn.signals, 1, 1, 32, side, &signals, false, nil); res != cuSuccess {
+				if res := launchKernel(r.ctx, r.fn.signals, 1, 1, 32, l.side, &signals, false, nil); res != cuSuccess {
 					return cuErr(res, "cuLaunchKernel", "purlin_signals")
 				}
 				continue
@@ -234,17 +261,9 @@ func (r *Rank) enqueueEngine(p *snac.Plan, d *devicePlan, bufs []atom.Buffers, s
 			if dst == src {
 				continue // an in-place call's own part
 			}
-			if res := driver.MemcpyAsync(devicePtr(dst), devicePtr(src), uintptr(s.Bytes), side); res != cuSuccess {
+			if res := driver.MemcpyAsync(devicePtr(dst), devicePtr(src), uintptr(s.Bytes), l.side); res != cuSuccess {
 				return cuErr(res, "cuMemcpyAsync", s.Bytes, " bytes")
 			}
-		}
-	}
-	for k := range n {
-		if err := cuErr(driver.EventRecord(e.join, lanes[k].side), "cuEventRecord", "copy engine join"); err != nil {
-			return err
-		}
-		if err := cuErr(driver.StreamWaitEvent(stream, e.join, 0), "cuStreamWaitEvent", "copy engine join"); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -2,11 +2,14 @@ package cuda
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/atom"
+	"purlin/errs"
 	"purlin/snac"
 	"purlin/spec"
 )
@@ -94,5 +97,71 @@ func TestEngineSegments(t *testing.T) {
 	workers := image[len(odd.Steps)*int(unsafe.Sizeof(snac.Step{})):]
 	for w := range odd.Workers {
 		require.Zero(t, workers[w*int(unsafe.Sizeof(snac.Worker{}))+int(unsafe.Offsetof(snac.Worker{}.Engine))], "worker %d", w)
+	}
+}
+
+// A copy-engine call whose operations fail part way still joins every
+// side stream it forked back into the caller's stream, so the caller's
+// next work follows what was issued and a capture is not left unjoined;
+// the call returns the operation's error.
+func TestEngineJoinsAfterFailure(t *testing.T) {
+	const caller, side0, side1, side2 cuStream = 0x10, 0x20, 0x30, 0x40
+	const fork, join cuEvent = 1, 2
+	copyStep := func(off uint64) snac.Step {
+		return snac.Step{Verb: snac.Copy, Bytes: 256,
+			Dst: snac.Ref{Space: snac.SpaceRecv, Off: off}, Src: [snac.MaxSrc]snac.Ref{{Space: snac.SpaceSend, Off: off}}}
+	}
+	p := &snac.Plan{Steps: []snac.Step{copyStep(0), copyStep(256), copyStep(512), copyStep(768)}}
+	d := &devicePlan{engine: [][]engineOp{{{step: 0}, {step: 1}}, nil, {{step: 2}}, {{step: 3}}}}
+	bufs := []atom.Buffers{{Send: 0x100000, Recv: 0x200000}}
+	for _, tc := range []struct {
+		name     string
+		failCopy int // the copy that fails (from 1); 0: none
+		failWait cuStream
+		want     []string
+	}{
+		{"all issued", 0, 0, []string{"record 1 on 16", "32 waits 1", "48 waits 1", "64 waits 1",
+			"copy on 32", "copy on 48", "copy on 64", "copy on 32",
+			"record 2 on 32", "16 waits 2", "record 2 on 48", "16 waits 2", "record 2 on 64", "16 waits 2"}},
+		{"a copy fails", 2, 0, []string{"record 1 on 16", "32 waits 1", "48 waits 1", "64 waits 1",
+			"copy on 32", "copy on 48",
+			"record 2 on 32", "16 waits 2", "record 2 on 48", "16 waits 2", "record 2 on 64", "16 waits 2"}},
+		{"a fork fails", 0, side1, []string{"record 1 on 16", "32 waits 1", "48 waits 1",
+			"record 2 on 32", "16 waits 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			saved := driver
+			t.Cleanup(func() { driver = saved })
+			var log []string
+			copies := 0
+			driver.EventRecord = func(e cuEvent, s cuStream) cuResult {
+				log = append(log, fmt.Sprintf("record %d on %d", e, s))
+				return cuSuccess
+			}
+			driver.StreamWaitEvent = func(s cuStream, e cuEvent, _ uint32) cuResult {
+				log = append(log, fmt.Sprintf("%d waits %d", s, e))
+				if s == tc.failWait {
+					return 1
+				}
+				return cuSuccess
+			}
+			driver.MemcpyAsync = func(dst, src devicePtr, size uintptr, s cuStream) cuResult {
+				copies++
+				log = append(log, fmt.Sprintf("copy on %d", s))
+				if copies == tc.failCopy {
+					return 1
+				}
+				return cuSuccess
+			}
+			driver.GetErrorName = nil
+			r := &Rank{engine: engineStreams{side: [maxEngineWorkers]cuStream{side0, side1, side2}, fork: fork, join: join}}
+			err := r.enqueueEngine(p, d, bufs, caller, nil, 0)
+			require.Equal(t, tc.want, log)
+			if tc.failCopy == 0 && tc.failWait == 0 {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, errs.ErrCuda)
+		})
 	}
 }
