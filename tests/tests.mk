@@ -20,15 +20,17 @@ $(TEST_BUILD)/selftest: tests/c/selftest.c tests/c/harness.c $(C_DTYPES) tests/c
 	@mkdir -p $(TEST_BUILD)
 	$(CC) $(TEST_CFLAGS) -o $@ $(filter %.c,$^) -lm
 
-# The call cache alone, without the library (tests/c/callcache.c is its suite through the library).
+# The call cache alone, without the library (tests/c/callcache.c is its
+# suite through the library), and the CUDA Atom's launch from C alone, with
+# fake driver entry points: both with AddressSanitizer and UBSan.
+UNIT_CFLAGS := $(TEST_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread
 $(TEST_BUILD)/callcache_unit: tests/c/callcache_unit.c tests/c/harness.c capi/shim/callcache.c capi/callcache.h capi/capi.h tests/c/harness.h
 	@mkdir -p $(TEST_BUILD)
-	$(CC) $(TEST_CFLAGS) -I$(CURDIR)/capi -o $@ $(filter %.c,$^) -lm
+	$(CC) $(UNIT_CFLAGS) -I$(CURDIR)/capi -o $@ $(filter %.c,$^) -lm
 
-# The CUDA Atom's launch from C alone, with fake driver entry points.
 $(TEST_BUILD)/launch_unit: tests/c/launch_unit.c tests/c/harness.c atom/cuda/launch.c atom/cuda/launch.h tests/c/harness.h
 	@mkdir -p $(TEST_BUILD)
-	$(CC) $(TEST_CFLAGS) -I$(CURDIR)/atom/cuda -o $@ $(filter %.c,$^) -lm
+	$(CC) $(UNIT_CFLAGS) -I$(CURDIR)/atom/cuda -o $@ $(filter %.c,$^) -lm
 
 $(TEST_BUILD)/badinput: $(C_BADINPUT)
 $(TEST_BUILD)/%: tests/c/%.c $(C_COMMON) $(C_HEADERS) $(LIB)

@@ -66,6 +66,8 @@ static int enqueue(uintptr_t launch, uintptr_t launchEx, uintptr_t fn, unsigned 
   return ((launchKernelFn)launch)((void *)fn, grid, gridY, 1, block, 1, 1, 0, (void *)stream, params, 0);
 }
 
+uint32_t purlinSharedDevices[purlinMaxDevices];
+
 int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t launch,
                   uintptr_t launchEx, uintptr_t ctxAddr, uintptr_t fn, unsigned grid,
                   unsigned gridY, unsigned block, uintptr_t stream, void *arg,
@@ -86,7 +88,7 @@ int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t
   if (cur != ctx) {
     void *popped;
     int r2 = ((ctxPopFn)pop)(&popped);
-    if (!r) r = r2;
+    if (r == purlinLaunchRetry && r2) r = r2; /* after an enqueue, 0 stands (launch.h) */
   }
   return r;
 }
@@ -101,7 +103,8 @@ int purlin_replay(void *rec, const uint64_t *bufs, int n, uintptr_t stream) {
     memcpy(arg + h->send + 8 * i, &bufs[2 * i], sizeof *bufs);
     memcpy(arg + h->recv + 8 * i, &bufs[2 * i + 1], sizeof *bufs);
   }
-  return purlin_launch(h->getCurrent, h->push, h->pop, h->launch, h->launchEx, h->ctx, h->fn, h->grid, 1,
+  uintptr_t launchEx = h->launchEx && !__atomic_load_n(h->shared, __ATOMIC_RELAXED) ? h->launchEx : 0;
+  return purlin_launch(h->getCurrent, h->push, h->pop, h->launch, launchEx, h->ctx, h->fn, h->grid, 1,
                        h->block, stream, arg, h->img, h->isCapturing);
 }
 

@@ -31,11 +31,19 @@ enum {
  * an image that is pinned, or live while stream is not capturing
  * (isCapturing is cuStreamIsCapturing), counting the launch; otherwise it
  * returns purlinLaunchRetry: the caller pins the image, or uploads its Plan
- * again, in the slow path. */
+ * again, in the slow path. It returns an error only where it enqueued
+ * nothing (a pop that fails after the kernel is enqueued is not reported: a
+ * caller taking the launch for undone would launch it twice). */
 __attribute__((visibility("hidden"))) int purlin_launch(uintptr_t getCurrent, uintptr_t push, uintptr_t pop, uintptr_t launch,
                   uintptr_t launchEx, uintptr_t ctxAddr, uintptr_t fn, unsigned grid,
                   unsigned gridY, unsigned block, uintptr_t stream, void *arg,
                   purlinImage *img, uintptr_t isCapturing);
+
+/* purlinSharedDevices[d] is set (1) once a communicator of this process put
+ * two or more of its ranks on device d (atom/cuda markShared): every launch
+ * on it, a recorded one's too, is then no programmatic dependent launch. */
+enum { purlinMaxDevices = 64 };
+__attribute__((visibility("hidden"))) extern uint32_t purlinSharedDevices[purlinMaxDevices];
 
 /* purlinReplay heads a recorded launch (Rank.Replay): everything
  * purlin_launch takes but the stream and the Launch argument, which follows
@@ -46,6 +54,9 @@ typedef struct {
   /* last is the rank's launch-order word: ~stream of its latest launch.
    * A replay is issued only on that stream, which orders it by itself. */
   const uint64_t *last;
+  /* shared is the rank's device's purlinSharedDevices entry, where launchEx
+   * is set: once it is set, the record launches with launch instead. */
+  const uint32_t *shared;
   uint32_t grid, block;
   uint32_t send, recv; /* offsets in the Launch argument of its inputs and outputs (8 bytes each) */
 } purlinReplay;

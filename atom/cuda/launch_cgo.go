@@ -44,6 +44,12 @@ func loadHot(lib uintptr) error {
 	return nil
 }
 
+// cSharedDevices is launch.c's purlinSharedDevices (symmetric.go
+// sharedDevices).
+func cSharedDevices() *[C.purlinMaxDevices]atomic.Uint32 {
+	return (*[C.purlinMaxDevices]atomic.Uint32)(unsafe.Pointer(&C.purlinSharedDevices[0]))
+}
+
 // launchKernel enqueues fn(args) on stream in ctx with grid x gridY blocks;
 // with pdl, as a programmatic dependent launch. With counts set, the kernel
 // reads an image the rank may reclaim: the launch is counted, or refused

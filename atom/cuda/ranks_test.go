@@ -225,7 +225,7 @@ func TestSharedDeviceTurnsOffPDL(t *testing.T) {
 	const a, b, c = 61, 62, 63 // devices no GPU test of this binary uses
 	t.Cleanup(func() {
 		for _, d := range []int{a, b, c} {
-			sharedDevices[d].Store(false)
+			sharedDevices[d].Store(0)
 		}
 	})
 	alone, other := &Rank{pdl: true, device: b}, &Rank{pdl: true, device: a}

@@ -48,8 +48,8 @@ func (r *Rank) Replay(plan *snac.Plan, stream uintptr, rec unsafe.Pointer, size 
 		last: (*C.uint64_t)(unsafe.Pointer(r.order.last)), grid: C.uint32_t(d.nworkers), block: threadsPerBlock,
 		send: C.uint32_t(unsafe.Offsetof(launchArgs{}.Send)), recv: C.uint32_t(unsafe.Offsetof(launchArgs{}.Recv)),
 	}
-	if r.launchesPDL() {
-		h.launchEx = C.uintptr_t(hot.launchKernelEx)
+	if r.launchesPDL() && r.device >= 0 && r.device < len(sharedDevices) {
+		h.launchEx, h.shared = C.uintptr_t(hot.launchKernelEx), (*C.uint32_t)(unsafe.Pointer(&sharedDevices[r.device]))
 	}
 	var bufs [1]atom.Buffers // written at issue
 	r.fillArgs((*launchArgs)(unsafe.Add(rec, C.purlinReplayArgs)), plan, d, bufs[:])

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"os"
 	"slices"
-	"sync/atomic"
 
 	"purlin/atom"
 	"purlin/errs"
@@ -153,19 +152,23 @@ func crowd(devices []int) int {
 // programmatic dependent launch whatever its own communicator's crowd
 // (Rank.launchesPDL): a split that leaves it alone on the device still
 // runs its kernels among those ranks' kernels, which wait for each other.
-var sharedDevices [64]atomic.Bool
+// The marks lie in C memory (launch.h purlinSharedDevices), where a launch
+// recorded before its device was marked reads them too (Replay).
+var sharedDevices = cSharedDevices()
 
 // markShared marks the devices that hold more than one of devices' ranks.
 func markShared(devices []int) {
 	for i, d := range devices {
 		if d >= 0 && d < len(sharedDevices) && slices.Contains(devices[i+1:], d) {
-			sharedDevices[d].Store(true)
+			sharedDevices[d].Store(1)
 		}
 	}
 }
 
 // deviceShared reports whether ranks of this process share device d.
-func deviceShared(d int) bool { return d >= 0 && d < len(sharedDevices) && sharedDevices[d].Load() }
+func deviceShared(d int) bool {
+	return d >= 0 && d < len(sharedDevices) && sharedDevices[d].Load() != 0
+}
 
 // barrier returns once every rank has mapped every rank's memory, before anyone
 // launches (and before a rank whose init fails frees what others map).

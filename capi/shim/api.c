@@ -69,12 +69,23 @@ purlinResult_t purlinCommInitAll(purlinComm_t* comms, int ndev, const int* devli
 }
 NCCL_ALIASES(CommInitAll)
 
-/* A communicator's cached calls end before it is finalized, destroyed or aborted. */
-purlinResult_t purlinCommFinalize(purlinComm_t comm) { FLUSH(); purlinCallForget((uintptr_t)comm); return goCommFinalize((uintptr_t)comm); }
+/* A communicator's cached calls end before it is finalized, destroyed or
+ * aborted, and again once it is: another thread's call may have recorded
+ * one while it was still ready (an abort from a watchdog thread), and no
+ * record is made once it is not (Comm.Replay). */
+#define ENDING(comm, end)                     \
+  do {                                        \
+    FLUSH();                                  \
+    purlinCallForget((uintptr_t)comm);        \
+    purlinResult_t r_ = end((uintptr_t)comm); \
+    purlinCallForget((uintptr_t)comm);        \
+    return r_;                                \
+  } while (0)
+purlinResult_t purlinCommFinalize(purlinComm_t comm) { ENDING(comm, goCommFinalize); }
 NCCL_ALIASES(CommFinalize)
-purlinResult_t purlinCommDestroy(purlinComm_t comm) { FLUSH(); purlinCallForget((uintptr_t)comm); return goCommDestroy((uintptr_t)comm); }
+purlinResult_t purlinCommDestroy(purlinComm_t comm) { ENDING(comm, goCommDestroy); }
 NCCL_ALIASES(CommDestroy)
-purlinResult_t purlinCommAbort(purlinComm_t comm) { FLUSH(); purlinCallForget((uintptr_t)comm); return goCommAbort((uintptr_t)comm); }
+purlinResult_t purlinCommAbort(purlinComm_t comm) { ENDING(comm, goCommAbort); }
 NCCL_ALIASES(CommAbort)
 
 purlinResult_t purlinCommSplit(purlinComm_t comm, int color, int key, purlinComm_t* newcomm, purlinConfig_t* config) {

@@ -60,7 +60,14 @@ static int off;
 static pthread_key_t groupKey;
 static pthread_once_t groupOnce = PTHREAD_ONCE_INIT;
 
-static void makeGroupKey(void) { pthread_key_create(&groupKey, free); }
+/* freeGroup ends a thread's group as the thread exits; a later key's
+ * destructor that calls in again on the thread makes a new one. */
+static void freeGroup(void *p) {
+  group = NULL;
+  free(p);
+}
+
+static void makeGroupKey(void) { pthread_key_create(&groupKey, freeGroup); }
 
 /* groupOf is the thread's group, made if need be; NULL if it cannot be. */
 static groupState *groupOf(void) {
@@ -310,7 +317,7 @@ purlinResult_t purlinCallFlush(void) {
 
 purlinResult_t purlinCallGroupStart(void) {
   groupState *g = groupOf();
-  if (g == NULL) return goGroup(1); /* no memory for it: Go holds it, C counts nothing */
+  if (g == NULL) return purlinSystemError; /* no memory for the group: none is open */
   if (g->depth++ == 0) g->inGo = __atomic_load_n(&off, __ATOMIC_RELAXED), g->n = 0;
   return g->inGo ? goGroup(1) : purlinSuccess;
 }

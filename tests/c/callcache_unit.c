@@ -5,6 +5,7 @@
  * serves, what its issue function receives, what ends a record, and how a
  * group is held in C and handed to Go.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -496,6 +497,37 @@ static void test_cache_off(void) {
   record_mode = 1;
 }
 
+/* A thread's group ends with the thread; a destructor of another key that
+ * then calls in gets a group of its own, not the freed one (this suite is
+ * built with AddressSanitizer, which sees a use after free). */
+static pthread_key_t lateKey;
+static void late_destructor(void* p) {
+  (void)p;
+  purlinCallKey k = key(95);
+  call c = {&k, 0x1000, 0x2000};
+  EXPECT(group_of(1, &c) == purlinSuccess, "a group in a destructor");
+}
+static void* exiting_thread(void* p) {
+  (void)p;
+  purlinCallKey k = key(95);
+  call c = {&k, 0x1000, 0x2000};
+  group_of(1, &c);
+  pthread_setspecific(lateKey, &lateKey); /* its destructor runs after the group's */
+  return NULL;
+}
+static void test_group_after_thread_exit(void) {
+  purlinCallKey k = key(95);
+  record(&k, &apart, 95, 8);
+  purlinCallGroupStart(); /* the group's key exists before lateKey */
+  purlinCallGroupEnd();
+  EXPECT(pthread_key_create(&lateKey, late_destructor) == 0, "pthread_key_create");
+  reset();
+  pthread_t t;
+  pthread_create(&t, NULL, exiting_thread, NULL);
+  pthread_join(t, NULL);
+  expect_trail("I95 I95 ", "the thread's group, then the destructor's");
+}
+
 int main(void) {
   harness_init("callcache_unit", 60);
   RUN(test_serves_its_key);
@@ -509,6 +541,7 @@ int main(void) {
   RUN(test_group_declined);
   RUN(test_symmetric_windows);
   RUN(test_many_windows);
-  RUN(test_cache_off);
+  RUN(test_group_after_thread_exit);
+  RUN(test_cache_off); /* last: the cache stays off */
   return harness_finish();
 }

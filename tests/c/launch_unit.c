@@ -11,6 +11,9 @@
 
 static struct {
   int launches;      /* kernels enqueued */
+  int launchesEx;    /* of them, programmatic dependent launches */
+  void* current;     /* the thread's context (0: the rank's, 0x100) */
+  int popResult;     /* what cuCtxPopCurrent returns */
   int result;        /* what the launch returns */
   int capturing;     /* what cuStreamIsCapturing reports */
   int captureError;  /* its result */
@@ -20,14 +23,19 @@ static struct {
   purlinImage* img;
 } fake;
 
-static int fake_get_current(void** ctx) { *ctx = (void*)0x100; return 0; }
+static int fake_get_current(void** ctx) { *ctx = fake.current ? fake.current : (void*)0x100; return 0; }
 static int fake_push(void* ctx) { (void)ctx; return 0; }
-static int fake_pop(void** ctx) { *ctx = (void*)0x100; return 0; }
+static int fake_pop(void** ctx) { *ctx = (void*)0x100; return fake.popResult; }
 static int fake_launch(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                        unsigned shmem, void* stream, void** params, void** extra) {
   (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)stream, (void)params, (void)extra;
   if (fake.result == 0) fake.launches++;
   if (fake.img) fake.countedAt = fake.img->launched;
+  return fake.result;
+}
+static int fake_launch_ex(const void* cfg, void* f, void** params, void** extra) {
+  (void)cfg, (void)f, (void)params, (void)extra;
+  if (fake.result == 0) fake.launches++, fake.launchesEx++;
   return fake.result;
 }
 static int fake_is_capturing(void* stream, int* status) {
@@ -121,6 +129,38 @@ static void test_replay_checks_the_image(void) {
   EXPECT(purlin_replay(rec, bufs, 1, 0x52) == purlinLaunchRetry && img.launched == 1, "another stream: the slow path orders it");
 }
 
+/* A launch enqueued in a context pushed for it stands though the pop then
+ * fails: a caller told it failed would launch it again. A pop that fails
+ * where nothing was enqueued is reported. */
+static void test_pop_after_enqueue(void) {
+  reset();
+  fake.current = (void*)0x300, fake.popResult = 201;
+  EXPECT(launch_on(NULL) == 0 && fake.launches == 1, "enqueued: 0, whatever the pop says");
+  purlinImage img = {.state = purlinImageFreed};
+  EXPECT(launch_on(&img) == 201 && fake.launches == 1, "nothing enqueued: the pop's error");
+  fake.result = 700;
+  EXPECT(launch_on(NULL) == 700, "the launch's own error first");
+}
+
+/* A record made with programmatic dependent launch launches without it once
+ * its device is marked shared (a later communicator put two ranks on it). */
+static void test_replay_drops_pdl_on_a_shared_device(void) {
+  reset();
+  static _Alignas(16) unsigned char rec[purlinReplayArgs + 1024];
+  uint64_t last = ~(uint64_t)0x51;
+  const int dev = purlinMaxDevices - 1;
+  purlinReplay h = {.getCurrent = (uintptr_t)fake_get_current, .push = (uintptr_t)fake_push, .pop = (uintptr_t)fake_pop,
+                    .launch = (uintptr_t)fake_launch, .launchEx = (uintptr_t)fake_launch_ex, .ctx = 0x100, .fn = 0x200,
+                    .isCapturing = (uintptr_t)fake_is_capturing, .last = &last, .shared = &purlinSharedDevices[dev],
+                    .grid = 8, .block = 512, .send = 0, .recv = 8};
+  memcpy(rec, &h, sizeof h);
+  uint64_t bufs[2] = {0x1000, 0x2000};
+  EXPECT(purlin_replay(rec, bufs, 1, 0x51) == 0 && fake.launchesEx == 1, "PDL while the device is its rank's alone");
+  __atomic_store_n(&purlinSharedDevices[dev], 1, __ATOMIC_RELAXED);
+  EXPECT(purlin_replay(rec, bufs, 1, 0x51) == 0 && fake.launches == 2 && fake.launchesEx == 1, "no PDL once it is shared");
+  __atomic_store_n(&purlinSharedDevices[dev], 0, __ATOMIC_RELAXED);
+}
+
 int main(void) {
   harness_init("launch_unit", 60);
   RUN(test_without_image);
@@ -130,5 +170,7 @@ int main(void) {
   RUN(test_marked_between_looks);
   RUN(test_failed_launch_uncounted);
   RUN(test_replay_checks_the_image);
+  RUN(test_pop_after_enqueue);
+  RUN(test_replay_drops_pdl_on_a_shared_device);
   return harness_finish();
 }
