@@ -25,11 +25,11 @@ func goCollective(k *C.purlinCallKey, send, recv C.uintptr_t, grouped C.int) (re
 	defer recovered(&res)
 	c, err := lookup(C.uintptr_t(k.comm))
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	call := callOf(k, send, recv)
 	if err := c.Collective(&call, uintptr(k.stream)); err != nil {
-		return result(c, err)
+		return callResult(c, err)
 	}
 	if grouped == 0 {
 		remember(c, unsafe.Slice(k, 1), unsafe.Slice(&call, 1))
@@ -93,19 +93,19 @@ func goAllReduceEpilogue(send, recv C.uintptr_t, count C.size_t, dtype, op C.int
 	defer recovered(&res)
 	c, err := lookup(h)
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	call := spec.Call{Coll: spec.AllReduce, Send: uintptr(send), Recv: uintptr(recv), Count: uint64(count),
 		Type: spec.DataType(dtype), Op: spec.Op{Kind: spec.OpKind(op)}}
 	if e != nil {
 		if e.kind < 0 || e.kind > C.int(^spec.EpilogueKind(0)) { // past spec.EpilogueKind: bits no epilogue has
-			return result(c, errs.New(errs.ErrInvalidArgument, "%s: unknown epilogue kind bits %#x", spec.AllReduce, uint32(e.kind)))
+			return callResult(c, errs.New(errs.ErrInvalidArgument, "%s: unknown epilogue kind bits %#x", spec.AllReduce, uint32(e.kind)))
 		}
 		call.Epilogue = spec.Epilogue{Kind: spec.EpilogueKind(e.kind), Hidden: uint64(e.hidden),
 			Residual: uintptr(e.residual), Weight: uintptr(e.weight), Quant: uintptr(e.quant), Scales: uintptr(e.scales),
 			Eps: float32(e.eps)}
 	}
-	return result(c, c.Collective(&call, uintptr(stream)))
+	return callResult(c, c.Collective(&call, uintptr(stream)))
 }
 
 //export goCollectiveV
@@ -113,7 +113,7 @@ func goCollectiveV(coll C.int, send, recv C.uintptr_t, counts, displs, sendCount
 	defer recovered(&res)
 	c, err := lookup(h)
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	n := c.Count()
 	call := spec.Call{Coll: spec.Collective(coll), Send: uintptr(send), Recv: uintptr(recv),
@@ -121,7 +121,7 @@ func goCollectiveV(coll C.int, send, recv C.uintptr_t, counts, displs, sendCount
 		Counts: vector(counts, n), Displs: vector(displs, n),
 		SendCounts: vector(sendCounts, n), SendDispls: vector(sendDispls, n),
 		RecvCounts: vector(recvCounts, n), RecvDispls: vector(recvDispls, n)}
-	return result(c, c.Collective(&call, uintptr(stream)))
+	return callResult(c, c.Collective(&call, uintptr(stream)))
 }
 
 // vector copies n size_t values from C; NULL gives nil (Validate names it).
@@ -143,10 +143,10 @@ func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C
 	defer recovered(&res)
 	c, err := lookup(h)
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	if d == nil {
-		return result(c, nullArg("Collective: desc"))
+		return callResult(c, nullArg("Collective: desc"))
 	}
 	layout := func(l C.purlinLayout_t) spec.Layout {
 		return spec.Layout{Shape: spec.Shape(l.shape), V: l.varying != 0, Rooted: l.rooted != 0, Columns: l.columns != 0,
@@ -154,7 +154,7 @@ func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C
 	}
 	coll, err := spec.FromLayouts(spec.Consume(d.consume), layout(d.in), layout(d.out))
 	if err != nil {
-		return result(c, errs.New(errs.ErrInvalidArgument, "Collective: %v", err))
+		return callResult(c, errs.New(errs.ErrInvalidArgument, "Collective: %v", err))
 	}
 	n, vn := c.Count(), c.Count()
 	if coll.Matrix() {
@@ -165,7 +165,7 @@ func goCollectiveDesc(d *C.purlinCollectiveDesc_t, h, stream C.uintptr_t) (res C
 		Counts: vector(d.counts, vn), Displs: vector(d.displs, vn),
 		SendCounts: vector(d.sendcounts, n), SendDispls: vector(d.sdispls, n),
 		RecvCounts: vector(d.recvcounts, n), RecvDispls: vector(d.rdispls, n)}
-	return result(c, c.Collective(&call, uintptr(stream)))
+	return callResult(c, c.Collective(&call, uintptr(stream)))
 }
 
 //export goGroup

@@ -61,6 +61,15 @@ func recovered(res *C.purlinResult_t) {
 // lookup returns the communicator of handle h.
 func lookup(h C.uintptr_t) (*comm.Comm, error) { return comm.Lookup(uintptr(h)) }
 
+// callResult is result for a collective's call: one that fails inside a
+// group fails the group too (comm.FailGroup), whatever refused it.
+func callResult(c *comm.Comm, err error) C.purlinResult_t {
+	if err != nil {
+		comm.FailGroup(err)
+	}
+	return result(c, err)
+}
+
 //export goNullArgument
 func goNullArgument(what *C.char) (res C.purlinResult_t) {
 	defer recovered(&res)

@@ -16,15 +16,21 @@ import (
 // and the resolved Op of a custom op handle (see RedOpCreatePreMulSum).
 // Outside a group it validates, gets the Plan from the cache and launches
 // it, never waiting for a peer; inside a group the call is validated and
-// queued for GroupEnd. call is not retained.
+// queued for GroupEnd, and a call that fails fails the group (FailGroup).
+// call is not retained.
 func (c *Comm) Collective(call *spec.Call, stream uintptr) error {
-	if err := c.usableForCall(call); err != nil {
-		return err
+	err := c.usableForCall(call)
+	if err == nil {
+		err = c.Prepare(call)
 	}
-	if err := c.Prepare(call); err != nil {
+	g := currentGroup()
+	switch {
+	case err != nil:
+		if g != nil {
+			g.fail(err)
+		}
 		return err
-	}
-	if g := currentGroup(); g != nil {
+	case g != nil:
 		g.ops = append(g.ops, groupOp{c: c, call: cloneCall(call), stream: stream})
 		return nil
 	}

@@ -29,8 +29,9 @@ import (
 // either side groups them (snac.Merge). Nothing waits for a peer except
 // the inits, which are bounded by the timeout.
 type group struct {
-	depth int
-	inits []deferredInit
+	depth  int
+	failed error // the first call the group refused (FailGroup)
+	inits  []deferredInit
 	jobs  []func() error // deferred splits
 	ops   []groupOp
 	// Scratch of GroupEnd's launches, kept with the group: a closed group
@@ -110,6 +111,23 @@ func GroupStart() error {
 	return nil
 }
 
+// FailGroup fails the calling thread's open group, if any, with err: a
+// call made in it was refused (a bad argument, a bad communicator). As in
+// NCCL, the outermost GroupEnd then launches none of the group's
+// operations, on any communicator, and returns the first such error; its
+// deferred inits and splits still run, since other ranks wait for them.
+func FailGroup(err error) {
+	if g := currentGroup(); g != nil {
+		g.fail(err)
+	}
+}
+
+func (g *group) fail(err error) {
+	if g.failed == nil {
+		g.failed = err
+	}
+}
+
 // GroupEnd closes the calling thread's innermost group; the outermost one
 // runs what the group deferred and returns its first error.
 func GroupEnd() error {
@@ -133,9 +151,13 @@ func GroupEnd() error {
 	return err
 }
 
-// run executes a closed group: inits and splits concurrently, then launches.
+// run executes a closed group: inits and splits concurrently, then
+// launches, unless a call failed the group.
 func (g *group) run() error {
 	if len(g.inits)+len(g.jobs) == 0 {
+		if g.failed != nil {
+			return g.failed
+		}
 		return g.launch()
 	}
 	var wg sync.WaitGroup
@@ -155,6 +177,9 @@ func (g *group) run() error {
 		wg.Go(func() { errList[len(g.inits)+i] = job() })
 	}
 	wg.Wait()
+	if g.failed != nil {
+		return g.failed
+	}
 	first := firstError(errList)
 	if err := g.launch(); first == nil {
 		first = err

@@ -103,3 +103,54 @@ func TestGroupDoesNotRelaunchAFailedMerge(t *testing.T) {
 	single := spec.Call{Coll: spec.AllReduce, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32}
 	require.NoError(t, c.Collective(&single, 0))
 }
+
+// A call refused inside a group fails the group, as in NCCL: the outermost
+// GroupEnd returns its error and launches none of the group's operations,
+// on any communicator; the communicators stay usable.
+func TestGroupFailsWithARefusedCall(t *testing.T) {
+	runtime.LockOSThread() // a group belongs to its thread
+	defer runtime.UnlockOSThread()
+	comms := startComms(t, 1, testConfig())
+	other := startComms(t, 1, testConfig())[0]
+	c := comms[0]
+	counts := map[*Comm]*failingMerges{}
+	for _, x := range []*Comm{c, other} {
+		dp := &failingMerges{Rank: x.dp}
+		counts[x] = dp
+		x.dp = dp
+		t.Cleanup(func() { x.dp = dp.Rank })
+	}
+	in, out := newBuffer(t, 1024), newBuffer(t, 1024)
+	good := func() *spec.Call {
+		return &spec.Call{Coll: spec.Broadcast, Send: in.addr(), Recv: out.addr(), Count: 64, Type: spec.Float32}
+	}
+	bad := good()
+	bad.Root = 1 // a communicator of one rank
+	for name, calls := range map[string][]struct {
+		c    *Comm
+		call *spec.Call
+	}{
+		"a bad root after a good call": {{other, good()}, {c, good()}, {c, bad}},
+		"a bad root first":             {{c, bad}, {c, good()}, {other, good()}},
+	} {
+		counts[c].launches, counts[other].launches = 0, 0
+		require.NoError(t, GroupStart())
+		require.NoError(t, GroupStart()) // nested: only the outermost end acts
+		for _, x := range calls {
+			err := x.c.Collective(x.call, 0)
+			if x.call == bad {
+				require.ErrorIs(t, err, errs.ErrInvalidArgument, name)
+			} else {
+				require.NoError(t, err, name)
+			}
+		}
+		require.NoError(t, GroupEnd(), name)
+		require.ErrorIs(t, GroupEnd(), errs.ErrInvalidArgument, name)
+		require.Zero(t, counts[c].launches+counts[other].launches, "%s: nothing launched", name)
+	}
+	require.NoError(t, GroupStart())
+	require.NoError(t, c.Collective(good(), 0))
+	require.NoError(t, GroupEnd(), "the next group is a group of its own")
+	require.Equal(t, 1, counts[c].launches)
+	require.NoError(t, c.Synchronize())
+}

@@ -267,7 +267,10 @@ static purlinResult_t hold(groupState *g, purlinCallKey *key, uint64_t send, uin
   if (room && !known(keys, bufs, m + 1, 1)) {
     int recorded = 0;
     purlinResult_t r = goCollectiveRecord(key, &bufs[2 * m], 1, m == 0, &recorded);
-    if (r != purlinSuccess) return r; /* refused, as Go's group refuses it */
+    if (r != purlinSuccess) { /* refused: Go's group refuses it too, and fails (comm.FailGroup) */
+      purlinCallFlush();
+      return goCollective(key, send, recv, 1);
+    }
     if (recorded < 0) __atomic_store_n(&off, 1, __ATOMIC_RELAXED);
     room = recorded > 0 && (m > 0 || known(keys, bufs, 1, 0));
   }

@@ -205,15 +205,30 @@ static void test_mismatch_root_one_process(void) {
       }
 }
 
+/* A call rejected inside a group fails the group, as in NCCL: the call
+ * and ncclGroupEnd return its error, and the group launches none of its
+ * calls, on any communicator; the communicators stay usable. */
 static void test_rejected_inside_group(void) {
   clique q;
   if (clique_init(&q, 2) != 0) return;
-  float send[16] = {0}, recv[16];
-  ncclGroupStart();
-  ncclResult_t rc = ncclAllReduce(NULL, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL);
-  ncclResult_t end = ncclGroupEnd();
-  EXPECT(rc != ncclSuccess || end != ncclSuccess, "a NULL sendbuff inside a group was accepted by the call and by ncclGroupEnd");
-  (void)send;
+  float send[2][16], recv[2][16];
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < 16; i++) send[r][i] = 1, recv[r][i] = -7;
+  for (int bad = 0; bad < 2; bad++) { /* the bad call first, then after the good ones */
+    ncclGroupStart();
+    ncclResult_t rc = ncclSuccess;
+    if (bad == 0) rc = ncclAllReduce(NULL, recv[0], 16, ncclFloat32, ncclSum, q.comms[0], NULL);
+    for (int r = 0; r < 2; r++)
+      EXPECT(ncclAllReduce(send[r], recv[r], 16, ncclFloat32, ncclSum, q.comms[r], NULL) == ncclSuccess, "rank %d's call", r);
+    if (bad == 1) rc = ncclBroadcast(send[1], recv[1], 16, ncclFloat32, 2, q.comms[1], NULL);
+    ncclResult_t end = ncclGroupEnd();
+    EXPECT(rc == ncclInvalidArgument && end == ncclInvalidArgument, "case %d: the call gave %d and ncclGroupEnd %d", bad, rc, end);
+    for (int r = 0; r < 2; r++) {
+      EXPECT(purlinCommSynchronize(PC(q.comms[r])) == purlinSuccess, "case %d rank %d: %s", bad, r, ncclGetLastError(q.comms[r]));
+      EXPECT(recv[r][0] == -7 && recv[r][15] == -7, "case %d: rank %d's output was written (%g): the failed group launched", bad, r,
+             recv[r][0]);
+    }
+  }
   expect_usable(&q, "a rejected call inside a group");
   clique_destroy(&q);
 }
