@@ -32,8 +32,8 @@ type group struct {
 	depth  int
 	failed error // the first call the group refused (FailGroup)
 	inits  []deferredInit
-	jobs  []func() error // deferred splits
-	ops   []groupOp
+	jobs   []func() error // deferred splits
+	ops    []groupOp
 	// Scratch of GroupEnd's launches, kept with the group: a closed group
 	// goes back to groupPool, so a thread's groups allocate nothing once
 	// warm (the collector's pauses would land on the calling thread).
