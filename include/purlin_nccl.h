@@ -106,7 +106,8 @@ typedef struct ncclWindow_vidmem* ncclWindow_t;
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 #define NCCL_REVOKE_DEFAULT 0x00
 
-/* ncclGroupSimulateEnd's result (Purlin does not simulate: it returns ncclInvalidUsage). */
+/* ncclGroupSimulateEnd's result (Purlin does not simulate: it ends the group without launching
+ * its calls and returns ncclInvalidUsage, leaving the struct as it was). */
 #define NCCL_UNDEF_FLOAT -1.0f
 typedef struct {
   size_t size;
@@ -211,7 +212,7 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 /* ---------- groups (per thread, nesting) ---------- */
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
-ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo); /* Purlin: ncclInvalidUsage */
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo); /* Purlin: ends the group, launching nothing; ncclInvalidUsage */
 
 /* ---------- memory and registration ---------- */
 ncclResult_t ncclMemAlloc(void** ptr, size_t size);

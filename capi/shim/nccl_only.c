@@ -46,8 +46,18 @@ NCCL_ONLY(ResetDebugInit)
 static void capi_ResetDebugInitInternal(void) { capi_ResetDebugInit(); }
 NCCL_ONLY(ResetDebugInitInternal)
 
+/* ncclGroupSimulateEnd ends the group, as ncclGroupEnd, but launches none
+ * of its calls; Purlin has no estimate of their time, so it returns
+ * ncclInvalidUsage saying so, and simInfo is left as it was. */
+static purlinResult_t capi_GroupSimulateEnd(void* simInfo) {
+  (void)simInfo;
+  GUARD();
+  goGroupFail((char*)"ncclGroupSimulateEnd: Purlin does not estimate a group's time; the group ended without launching its calls");
+  return purlinCallGroupEnd();
+}
+NCCL_ONLY(GroupSimulateEnd)
+
 /* ---------- not implemented yet ---------- */
-UNSUPPORTED(GroupSimulateEnd)
 UNSUPPORTED(CommRevoke)
 UNSUPPORTED(CommGetUniqueId)
 UNSUPPORTED(CommGrow)

@@ -233,6 +233,25 @@ static void test_rejected_inside_group(void) {
   clique_destroy(&q);
 }
 
+/* ncclGroupSimulateEnd ends the group without launching its calls, and
+ * says Purlin has no estimate (ncclInvalidUsage); the thread is then in no
+ * group. Without a group it is ncclGroupEnd's misuse. */
+static void test_group_simulate_end(void) {
+  clique q;
+  if (clique_init(&q, 1) != 0) return;
+  float send[16], recv[16];
+  for (int i = 0; i < 16; i++) send[i] = 2, recv[i] = -7;
+  ncclGroupStart();
+  EXPECT(ncclAllReduce(send, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL) == ncclSuccess, "the call");
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  expect_rejected(ncclGroupSimulateEnd(&info), ncclInvalidUsage, NULL, "ncclGroupSimulateEnd", "estimate");
+  EXPECT(purlinCommSynchronize(PC(q.comms[0])) == purlinSuccess && recv[0] == -7, "the simulated group launched (%g)", recv[0]);
+  EXPECT(ncclAllReduce(send, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL) == ncclSuccess, "a call after it");
+  EXPECT(purlinCommSynchronize(PC(q.comms[0])) == purlinSuccess && recv[0] == 2, "a call after it is in no group (%g)", recv[0]);
+  expect_rejected(ncclGroupSimulateEnd(&info), ncclInvalidUsage, NULL, "ncclGroupSimulateEnd without a group", "GroupStart");
+  clique_destroy(&q);
+}
+
 /* A config whose blocking is neither 0 nor 1 or whose tuning fields NCCL
  * refuses, and ncclCommInitRankScalable with no unique id: NCCL's
  * ncclInvalidArgument, with a text naming the field. */
@@ -337,6 +356,7 @@ int main(int argc, char** argv) {
   RUN(test_unmapped_buffer);
   RUN(test_float8_avg_premulsum);
   RUN(test_rejected_inside_group);
+  RUN(test_group_simulate_end);
   RUN(test_destroyed_comm);
   RUN(test_fork_child);
   RUN(test_fork_before_first_call);
