@@ -17,6 +17,7 @@ func goMemAlloc(out *unsafe.Pointer, size C.size_t) (res C.purlinResult_t) {
 	if out == nil {
 		return result(nil, nullArg("MemAlloc: ptr"))
 	}
+	*out = nil
 	p, err := comm.MemAlloc(uint64(size))
 	if err == nil {
 		*out = p

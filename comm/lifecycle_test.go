@@ -390,8 +390,10 @@ func TestMemoryAndRegistration(t *testing.T) {
 	assert.Zero(t, uintptr(p)%memAlign)
 	require.NoError(t, MemFree(p))
 	assert.ErrorIs(t, MemFree(p), errs.ErrInvalidArgument)
-	_, err = MemAlloc(0)
-	assert.ErrorIs(t, err, errs.ErrInvalidArgument)
+	p, err = MemAlloc(0)
+	assert.NoError(t, err, "size 0: NULL, as in NCCL")
+	assert.Nil(t, p)
+	assert.NoError(t, MemFree(nil), "NULL: nothing to free, as in NCCL")
 
 	c := startComms(t, 1, testConfig())[0]
 	h, err := c.Register(0x1000, 64)

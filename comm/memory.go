@@ -17,7 +17,8 @@ import (
 // every data type and for 16-byte vector copies.
 const memAlign = 64
 
-// MemAlloc allocates size bytes that collectives may use. With a usable
+// MemAlloc allocates size bytes that collectives may use; a size of 0 gives
+// NULL and no error, as NCCL's (cudaMalloc's) does. With a usable
 // CUDA Atom and a current device on the calling thread it is device memory
 // (cudaMemAlloc); otherwise page-aligned host memory backed by a memfd
 // (host.AllocShared), so a window can share it with ranks in other
@@ -25,7 +26,7 @@ const memAlign = 64
 // is ever moved by Go's collector.
 func MemAlloc(size uint64) (unsafe.Pointer, error) {
 	if size == 0 {
-		return nil, errs.New(errs.ErrInvalidArgument, "MemAlloc: size is 0")
+		return nil, nil
 	}
 	if p, handled, err := cudaMemAlloc(size); handled {
 		return p, err
@@ -44,8 +45,12 @@ func MemAlloc(size uint64) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-// MemFree frees memory from MemAlloc; any other pointer is an error.
+// MemFree frees memory from MemAlloc; NULL is nothing to free, as in
+// NCCL; any other pointer is an error.
 func MemFree(ptr unsafe.Pointer) error {
+	if ptr == nil {
+		return nil
+	}
 	if ok, err := host.FreeShared(uintptr(ptr)); ok {
 		return err
 	}

@@ -110,7 +110,9 @@ func (c *Comm) lookupWindow(what string, h uintptr) (*window, error) {
 // WindowRegister registers buff (size bytes) on every rank of c as one
 // window and returns its handle. It is collective, and outside a group it
 // blocks until every rank called it (bounded by the timeout). Every rank
-// fails when any rank's buffer is refused or the sizes differ.
+// fails when any rank's buffer is refused or the sizes differ. A NULL
+// buffer or a size of 0 registers nothing and returns handle 0, as in NCCL,
+// where every rank does so (where only some do, every rank fails).
 func (c *Comm) WindowRegister(buff uintptr, size uint64, flags int) (uintptr, error) {
 	g := currentGroup()
 	deferredInit := g != nil && c.state.Load() == stateInit && c.deferred.Load()
@@ -121,20 +123,28 @@ func (c *Comm) WindowRegister(buff uintptr, size uint64, flags int) (uintptr, er
 	}
 	w := &window{c: c, buff: buff, size: size, flags: flags, ready: make(chan struct{})}
 	addWindow(w)
+	handle := w.handle
+	if w.empty() {
+		handle = 0
+	}
 	if g != nil {
 		queueWindowOp(g, c, w.register)
-		return w.handle, nil
+		return handle, nil
 	}
 	if err := w.register(); err != nil {
 		return 0, err
 	}
-	return w.handle, nil
+	return handle, nil
 }
 
 // WindowDeregister releases window h on this rank: it unmaps this rank's
 // view of the peers' buffers, without waiting for them (every rank
 // deregisters its own handle, as in NCCL). The handle is dead afterwards.
+// Handle 0 (a registration of nothing) is no window: nothing to do.
 func (c *Comm) WindowDeregister(h uintptr) error {
+	if h == 0 {
+		return nil
+	}
 	w, err := c.lookupWindow("CommWindowDeregister", h)
 	if err != nil {
 		return err

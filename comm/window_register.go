@@ -23,7 +23,11 @@ func windowRecord(w *window, refusal error) []byte {
 	b := windowLE.AppendUint32(nil, windowMagic)
 	b = windowLE.AppendUint32(b, windowOpRegister)
 	b = windowLE.AppendUint64(b, w.seq)
-	b = windowLE.AppendUint64(b, w.size)
+	size := w.size
+	if w.empty() {
+		size = 0 // a NULL buffer registers nothing, whatever its size
+	}
+	b = windowLE.AppendUint64(b, size)
 	b = windowLE.AppendUint64(b, uint64(int64(w.flags)))
 	if refusal != nil {
 		b = append(b, byte(errs.CodeOf(refusal)))
@@ -45,18 +49,11 @@ func refusedBy(what string, q int, code byte, text []byte) error {
 
 // check is this rank's own verdict on its buffer.
 func (w *window) check() error {
-	switch {
-	case w.buff == 0:
-		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: buffer is NULL", w.c.rank)
-	case w.size == 0:
-		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: size is 0", w.c.rank)
-	case w.buff%WindowAlignment != 0:
+	if !w.empty() && w.buff%WindowAlignment != 0 {
 		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: buffer %#x is not aligned to NCCL_WIN_REQUIRED_ALIGNMENT (%d bytes); use ncclMemAlloc",
 			w.c.rank, w.buff, WindowAlignment)
-	case w.flags&^WindowCollSymmetric != 0:
-		return errs.New(errs.ErrInvalidArgument, "CommWindowRegister rank %d: unknown window flags %#x (NCCL_WIN_DEFAULT, NCCL_WIN_COLL_SYMMETRIC)", w.c.rank, w.flags)
 	}
-	return nil
+	return nil // flags NCCL does not know it ignores, and so does Purlin
 }
 
 // agreeOn exchanges w's record and returns the first disagreement or
@@ -82,6 +79,8 @@ func (w *window) agreeOn(what string, mine error) error {
 			return errs.New(errs.ErrMismatch, "%s: rank %d names its window #%d, rank %d its window #%d", what, q, windowLE.Uint64(m[8:]), c.rank, w.seq)
 		case len(m) > windowRecordBytes:
 			return refusedBy(what, q, m[windowRecordBytes], m[windowRecordBytes+1:])
+		case windowLE.Uint64(m[16:]) != size0 && (size0 == 0 || windowLE.Uint64(m[16:]) == 0):
+			return errs.New(errs.ErrInvalidArgument, "%s: rank %d registers %d bytes, rank 0 %d bytes: a rank registers nothing (a NULL buffer or size 0) only where every rank does", what, q, windowLE.Uint64(m[16:]), size0)
 		case windowLE.Uint64(m[16:]) != size0:
 			return errs.New(errs.ErrInvalidArgument, "%s: rank %d registers %d bytes, rank 0 %d bytes: every rank must register the same size", what, q, windowLE.Uint64(m[16:]), size0)
 		case int64(windowLE.Uint64(m[24:])) != flags0:
@@ -90,6 +89,10 @@ func (w *window) agreeOn(what string, mine error) error {
 	}
 	return nil
 }
+
+// empty reports whether w registers nothing: a NULL buffer or size 0,
+// which NCCL accepts and makes no window of.
+func (w *window) empty() bool { return w.buff == 0 || w.size == 0 }
 
 // register runs the collective registration of w (now, or at GroupEnd).
 func (w *window) register() error {
@@ -104,6 +107,14 @@ func (w *window) register() error {
 	}
 	if err := w.agreeOn("CommWindowRegister", w.check()); err != nil {
 		return w.finish(nil, err)
+	}
+	if w.empty() { // every rank registers nothing: no window, as in NCCL
+		w.mu.Lock()
+		w.err = errs.New(errs.ErrInvalidArgument, "CommWindowRegister: a NULL buffer or size 0 registers no window")
+		w.mu.Unlock()
+		close(w.ready)
+		dropWindow(w)
+		return nil
 	}
 	view, err := mapWindow(c, w.buff, w.size)
 	if err != nil {
