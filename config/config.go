@@ -27,6 +27,8 @@ type Settings struct {
 	Debug string
 	// Timeout is PURLIN_TIMEOUT in seconds (default 300): every wait for a
 	// peer, on the host and inside kernels, fails with a timeout after it.
+	// 0 is NoTimeout, as NCCL, which never times out a wait (a job then
+	// ends a stuck communicator with ncclCommAbort).
 	Timeout time.Duration
 	// Atom is PURLIN_ATOM: "auto" (default: CUDA when a GPU is usable, host
 	// otherwise), "host" or "cuda".
@@ -112,6 +114,10 @@ type Settings struct {
 // on any goroutine while ncclResetDebugInit (capi) rereads the environment.
 var settings atomic.Pointer[Settings]
 
+// NoTimeout is PURLIN_TIMEOUT=0: a century, which no wait reaches and no
+// deadline computed from it overflows.
+const NoTimeout = 100 * 365 * 24 * time.Hour
+
 // Get returns the settings, read from the environment on the first call.
 func Get() Settings {
 	if s := settings.Load(); s != nil {
@@ -167,8 +173,11 @@ func read() Settings {
 	if s.SocketIfname == "" {
 		s.SocketIfname = strings.TrimSpace(Getenv("NCCL_SOCKET_IFNAME"))
 	}
-	if v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); err == nil && v > 0 {
-		s.Timeout = time.Duration(v * float64(time.Second))
+	switch v, err := strconv.ParseFloat(Getenv("PURLIN_TIMEOUT"), 64); {
+	case err == nil && v > 0:
+		s.Timeout = time.Duration(min(v*float64(time.Second), float64(NoTimeout)))
+	case err == nil && v == 0:
+		s.Timeout = NoTimeout
 	}
 	for _, f := range strings.Split(Getenv("PURLIN_PEER_UIDS"), ",") {
 		if uid, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && uid >= 0 {

@@ -23,6 +23,13 @@ func TestReloadSeesNewValues(t *testing.T) {
 	require.Equal(t, s, Get())
 	t.Setenv("PURLIN_TIMEOUT", "")
 	require.Equal(t, 300*time.Second, Reload().Timeout)
+	t.Setenv("PURLIN_TIMEOUT", "0")
+	require.Equal(t, NoTimeout, Reload().Timeout, "0: no limit, as NCCL")
+	require.True(t, time.Now().Add(Reload().Timeout).After(time.Now()), "a deadline from it does not overflow")
+	t.Setenv("PURLIN_TIMEOUT", "1e30")
+	require.Equal(t, NoTimeout, Reload().Timeout, "more than a century is no limit too")
+	t.Setenv("PURLIN_TIMEOUT", "-1")
+	require.Equal(t, 300*time.Second, Reload().Timeout, "a negative value is ignored")
 }
 
 // TestGetDuringReload is for -race: ncclResetDebugInit may reload while
