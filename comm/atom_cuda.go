@@ -39,18 +39,16 @@ func (cudaFactory) newRank(topo snac.Topology, ex atom.Exchange, opts atom.Optio
 }
 
 // cudaMemAlloc serves MemAlloc with device memory when CUDA may be used
-// (PURLIN_ATOM is not host, the CUDA Atom is available) and the calling
-// thread has a current device: a cuMem VMM allocation on that device that
-// every peer device can access and any process can import. handled is
-// false when host memory should be used instead.
+// (PURLIN_ATOM is not host, the CUDA Atom is available): a cuMem VMM
+// allocation that every peer device can access and any process can
+// import, on the calling thread's current device, or device 0 where it has
+// none, as NCCL's (callerDevice). handled is false when host memory should
+// be used instead.
 func cudaMemAlloc(size uint64) (p unsafe.Pointer, handled bool, err error) {
 	if config.Get().Atom == "host" || cuda.Available() != nil {
 		return nil, false, nil
 	}
-	dev, ok := cuda.CurrentDevice()
-	if !ok {
-		return nil, false, nil
-	}
+	dev, _ := cuda.CurrentDevice() // 0 where none is current
 	ptr, err := cuda.MemAlloc(dev, uintptr(size))
 	if err != nil {
 		return nil, true, err

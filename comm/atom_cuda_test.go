@@ -2,7 +2,6 @@ package comm
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -90,7 +89,8 @@ func TestCallerDevice(t *testing.T) {
 		wantOnGPU bool
 	}{
 		{"current device wins over the fallback", "auto", &fakeCUDA{device: 3, current: true}, 3, true},
-		{"no current context keeps the fallback", "auto", &fakeCUDA{device: 3}, 7, false},
+		{"no current context: device 0, as NCCL's cudaGetDevice", "auto", &fakeCUDA{device: 3}, 0, true},
+		{"no current context, CUDA unusable: the fallback", "auto", &fakeCUDA{availErr: errs.New(errs.ErrUnsupported, "no GPU")}, 7, false},
 		{"PURLIN_ATOM=host ignores the device", "host", &fakeCUDA{device: 3, current: true}, 7, false},
 		{"build without CUDA", "auto", nil, 7, false},
 	} {
@@ -104,38 +104,40 @@ func TestCallerDevice(t *testing.T) {
 }
 
 // A communicator whose creating thread has a current device takes it and
-// the CUDA Atom (here a fake that fails to start, so the error names it);
-// without one it keeps the caller's device argument and the host Atom.
+// the CUDA Atom (here a fake that fails to start, so the error names it),
+// and so does one made on a thread with none, as in NCCL (device 0); where
+// CUDA is unusable it keeps the caller's device argument and the host Atom.
 func TestInitRankRecordsCallerDevice(t *testing.T) {
 	if config.Get().Atom != "auto" {
 		t.Skip("PURLIN_ATOM is set")
 	}
-	withFakeCUDA(t, &fakeCUDA{device: 1, current: true})
-	id, err := GetUniqueID()
-	require.NoError(t, err)
-	_, err = InitRank(1, id, 0, testConfig(), 0)
-	require.Error(t, err)
-	require.Contains(t, err.Error(), "cuda Atom")
+	for _, current := range []bool{true, false} {
+		withFakeCUDA(t, &fakeCUDA{device: 1, current: current})
+		id, err := GetUniqueID()
+		require.NoError(t, err)
+		_, err = InitRank(1, id, 0, testConfig(), 0)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "cuda Atom")
+	}
 
-	cudaAtom = fakeCUDA{device: 1, current: false}
+	cudaAtom = fakeCUDA{availErr: errs.New(errs.ErrUnsupported, "no GPU")}
 	comms := startComms(t, 2, testConfig())
 	for r, c := range comms {
 		require.Equal(t, "host", c.AtomName())
-		require.Equal(t, r, c.Device(), "no current device: the caller's device argument")
+		require.Equal(t, r, c.Device(), "no usable GPU: the caller's device argument")
 	}
 }
 
-// A communicator that auto put on the host Atom beside a usable GPU (made
-// with no current device) refuses, with an error and staying usable,
-// buffers in device memory, which its threads would fault on, and records
-// no call for C to issue unchecked; another buffer still goes through.
+// A communicator on the host Atom beside a usable GPU (PURLIN_ATOM=host)
+// refuses, with an error and staying usable, buffers in device memory,
+// which its threads would fault on, and records no call for C to issue
+// unchecked; another buffer still goes through.
 func TestHostAtomRefusesDeviceMemory(t *testing.T) {
-	if config.Get().Atom != "auto" {
-		t.Skip("PURLIN_ATOM is set")
-	}
 	host, dev := newBuffer(t, 4096), newBuffer(t, 4096)
 	withFakeCUDA(t, &fakeCUDA{onDevice: [2]uintptr{dev.addr(), dev.addr() + 4096}})
-	c := startComms(t, 1, testConfig())[0]
+	cfg := testConfig()
+	cfg.Atom = "host"
+	c := startComms(t, 1, cfg)[0]
 	require.Equal(t, "host", c.AtomName())
 	call := func(send, recv uintptr) *spec.Call {
 		return &spec.Call{Coll: spec.AllReduce, Send: send, Recv: recv, Count: 64, Type: spec.Float32}
@@ -251,29 +253,13 @@ func TestPlansFollowTheRanksTopology(t *testing.T) {
 	}
 }
 
-// A datapath that does not start names itself; a CUDA Atom started with no
-// device current on the creating thread also says which device it took and
-// why, the cause the bare driver error does not show.
+// A datapath that does not start names itself, keeping its cause's code.
 func TestAtomStartError(t *testing.T) {
 	cause := errs.New(errs.ErrCuda, "cuDeviceGet 1: CUDA_ERROR_INVALID_DEVICE")
-	for _, tc := range []struct {
-		name     string
-		atom     string
-		onGPU    bool
-		want     string
-		wantNote bool
-	}{
-		{"cuda on the current device", "cuda", true, "CommInitRank rank 1: cuda Atom: ", false},
-		{"cuda on the rank's number", "cuda", false, "CommInitRank rank 1: cuda Atom on device 1, the rank's number", true},
-		{"host", "host", false, "CommInitRank rank 1: host Atom: ", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &Comm{rank: 1, device: 1, onGPU: tc.onGPU}
-			err := c.atomStartError(tc.atom, cause)
-			require.True(t, errors.Is(err, errs.ErrCuda), "the cause's code stays: %v", err)
-			require.Contains(t, err.Error(), tc.want)
-			require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_DEVICE")
-			require.Equal(t, tc.wantNote, strings.Contains(err.Error(), "no CUDA device was current"))
-		})
+	for _, name := range []string{"cuda", "host"} {
+		err := (&Comm{rank: 1, device: 1}).atomStartError(name, cause)
+		require.True(t, errors.Is(err, errs.ErrCuda), "the cause's code stays: %v", err)
+		require.Contains(t, err.Error(), "CommInitRank rank 1: "+name+" Atom: ")
+		require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_DEVICE")
 	}
 }

@@ -47,8 +47,9 @@ func deviceMemoryCheck(factory atomFactory) func(uintptr) bool {
 // callerDevice applies NCCL's rule at InitRank, on the caller's thread (not
 // at a deferred GroupEnd, which runs elsewhere, after the caller may have
 // switched devices): a communicator's GPU is the device current when it is
-// created. It returns that device and true, or fallback and false when the
-// thread has no current CUDA context or choice (PURLIN_ATOM) is host.
+// created (cudaGetDevice), device 0 on a thread that made none current,
+// where CUDA is usable. It returns that device and true, or fallback and
+// false where CUDA is not usable or choice (PURLIN_ATOM) is host.
 func callerDevice(choice string, fallback int) (int, bool) {
 	if cudaAtom == nil || choice == "host" {
 		return fallback, false
@@ -56,12 +57,15 @@ func callerDevice(choice string, fallback int) (int, bool) {
 	if dev, ok := cudaAtom.currentDevice(); ok {
 		return dev, true
 	}
+	if cudaAtom.available() == nil {
+		return 0, true // the runtime's device on a thread that set none
+	}
 	return fallback, false
 }
 
 // selectAtom picks a communicator's datapath from choice (PURLIN_ATOM): "host";
 // "cuda" (an error when the CUDA Atom is unusable); "auto": CUDA when it is
-// usable and the creating thread had a current CUDA device (onGPU), host
+// usable and callerDevice gave the communicator a device (onGPU), host
 // otherwise. The choice and its reason are logged at PURLIN_DEBUG=INFO.
 func selectAtom(choice string, rank, device int, onGPU bool) (atomFactory, error) {
 	switch choice {
@@ -87,24 +91,18 @@ func selectAtom(choice string, rank, device int, onGPU bool) (atomFactory, error
 			return hostAtom{}, nil
 		}
 		if !onGPU {
-			config.Infof("rank %d: host Atom (PURLIN_ATOM=auto; no current CUDA device when the communicator was created)", rank)
+			config.Infof("rank %d: host Atom (PURLIN_ATOM=auto; no CUDA device for the communicator)", rank)
 			return hostAtom{}, nil
 		}
-		config.Infof("rank %d: CUDA Atom on device %d (PURLIN_ATOM=auto; the creating thread's current device)", rank, device)
+		config.Infof("rank %d: CUDA Atom on device %d (PURLIN_ATOM=auto; the creating thread's current device, or 0 where it had none, as NCCL)", rank, device)
 		return cudaAtom, nil
 	default:
 		return nil, errs.New(errs.ErrInvalidArgument, "PURLIN_ATOM=%q: expected auto, host or cuda", choice)
 	}
 }
 
-// atomStartError is the error of a datapath that did not start. A CUDA Atom
-// started with no device current on the creating thread (PURLIN_ATOM=cuda)
-// took the rank's number as its device, which the user may never have meant:
-// the error says so and what to do.
+// atomStartError is the error of a datapath that did not start.
 func (c *Comm) atomStartError(atomName string, err error) error {
-	if atomName == "cuda" && !c.onGPU {
-		return fmt.Errorf("CommInitRank rank %d: cuda Atom on device %d, the rank's number, since no CUDA device was current when the communicator was created (make the rank's device current first, as with cudaSetDevice): %w", c.rank, c.device, err)
-	}
 	return fmt.Errorf("CommInitRank rank %d: %s Atom: %w", c.rank, atomName, err)
 }
 

@@ -21,6 +21,8 @@ type Config struct {
 	Blocking bool
 	// Timeout bounds every wait of the communicator; 0 means PURLIN_TIMEOUT.
 	Timeout time.Duration
+	// Atom, when set, replaces PURLIN_ATOM: "auto", "host" or "cuda".
+	Atom string
 	// Topology overrides; 0 means the Atom's default. Every rank must pass
 	// the same values (tests use small ones to reach every SNAC regime).
 	Workers   int
@@ -46,6 +48,14 @@ type Config struct {
 
 // DefaultConfig is NCCL's default: blocking, settings from PURLIN_*.
 func DefaultConfig() Config { return Config{Blocking: true} }
+
+// atom is the communicator's PURLIN_ATOM: cfg.Atom, else the setting.
+func (cfg Config) atom() string {
+	if cfg.Atom != "" {
+		return cfg.Atom
+	}
+	return config.Get().Atom
+}
 
 func (cfg Config) timeout() time.Duration {
 	if cfg.Timeout > 0 {
@@ -142,7 +152,7 @@ func (c *Comm) init(id UniqueID) (err error) {
 		boot.Close(false)
 		return err
 	}
-	factory, err := selectAtom(config.Get().Atom, c.rank, c.device, c.onGPU)
+	factory, err := selectAtom(c.cfg.atom(), c.rank, c.device, c.onGPU)
 	if err != nil {
 		boot.Close(false)
 		return err

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"purlin/config"
 	"purlin/errs"
 )
 
@@ -20,7 +19,7 @@ func InitRank(nranks int, id UniqueID, rank int, cfg Config, device int) (*Comm,
 	if _, err := id.Addr(); err != nil {
 		return nil, err
 	}
-	device, onGPU := callerDevice(config.Get().Atom, device)
+	device, onGPU := callerDevice(cfg.atom(), device)
 	c, err := newComm(cfg, rank, nranks, device)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,8 @@ const memAlign = 64
 
 // MemAlloc allocates size bytes that collectives may use; a size of 0 gives
 // NULL and no error, as NCCL's (cudaMalloc's) does. With a usable
-// CUDA Atom and a current device on the calling thread it is device memory
+// CUDA Atom (and PURLIN_ATOM not host) it is device memory on the calling
+// thread's current device, device 0 where none is current, as NCCL's
 // (cudaMemAlloc); otherwise page-aligned host memory backed by a memfd
 // (host.AllocShared), so a window can share it with ranks in other
 // processes; C memory aligned to 64 bytes if memfd is unavailable. Neither
