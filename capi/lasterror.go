@@ -2,7 +2,6 @@ package main
 
 /*
 #include <stdlib.h>
-#include <string.h>
 #include "capi.h"
 */
 import "C"
@@ -16,17 +15,20 @@ import (
 	"purlin/comm"
 )
 
-// lastErrorTexts keeps the C copy of each thread's and communicator's last
-// error text: a pointer handed to C stays valid until the next
-// GetLastError on the same thread (comm NULL) or communicator.
-var lastErrorTexts struct {
-	sync.Mutex
-	byKey map[lastErrorKey]*C.char
-}
+// lastErrorBytes is one last-error buffer: a longer text is cut short.
+const lastErrorBytes = 2048
 
-type lastErrorKey struct {
-	comm uintptr // 0: a thread's text
-	tid  int
+// lastErrorBufs are the C buffers GetLastError hands out: one per
+// communicator slot of the registry and one per thread, the thread's by
+// its id modulo len(thread). A buffer, once made, lives as long as the
+// process, so a pointer a caller holds never dangles, whatever other
+// threads ask meanwhile; like NCCL's own buffer, its text is rewritten by
+// the next GetLastError of its communicator (or of a thread that shares
+// the slot).
+var lastErrorBufs struct {
+	sync.Mutex
+	thread [256]*C.char
+	comm   [comm.MaxComms]*C.char
 }
 
 //export goGetLastError
@@ -36,33 +38,27 @@ func goGetLastError(h C.uintptr_t) (text *C.char) {
 			text = nil
 		}
 	}()
-	var s string
-	key := lastErrorKey{comm: uintptr(h)}
-	if h == 0 {
-		key.tid = unix.Gettid()
-		s = comm.ThreadLastError()
-	} else if c, err := comm.Lookup(uintptr(h)); err != nil {
-		s = err.Error()
-	} else {
-		s = c.LastError()
+	lastErrorBufs.Lock()
+	defer lastErrorBufs.Unlock()
+	buf, s := &lastErrorBufs.thread[unix.Gettid()%len(lastErrorBufs.thread)], comm.ThreadLastError()
+	if h != 0 {
+		if c, err := comm.Lookup(uintptr(h)); err != nil {
+			s = err.Error()
+		} else {
+			buf, s = &lastErrorBufs.comm[c.Slot()], c.LastError()
+		}
 	}
-	return keepText(key, s)
+	return keepText(buf, s)
 }
 
-func keepText(key lastErrorKey, s string) *C.char {
-	lastErrorTexts.Lock()
-	defer lastErrorTexts.Unlock()
-	if lastErrorTexts.byKey == nil {
-		lastErrorTexts.byKey = map[lastErrorKey]*C.char{}
+// keepText writes s into *buf, made on first use, NUL-terminated and cut
+// at lastErrorBytes-1 bytes, and returns it. lastErrorBufs is locked.
+func keepText(buf **C.char, s string) *C.char {
+	if *buf == nil {
+		*buf = (*C.char)(C.calloc(1, lastErrorBytes))
 	}
-	old := lastErrorTexts.byKey[key]
-	if old != nil && C.GoString(old) == s {
-		return old
-	}
-	text := C.CString(s)
-	lastErrorTexts.byKey[key] = text
-	if old != nil {
-		C.free(unsafe.Pointer(old))
-	}
-	return text
+	b := unsafe.Slice((*byte)(unsafe.Pointer(*buf)), lastErrorBytes)
+	n := copy(b[:lastErrorBytes-1], s)
+	b[n] = 0
+	return *buf
 }

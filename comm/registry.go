@@ -12,11 +12,13 @@ import (
 // lock-free (one atomic load), so it costs nothing on the hot path; a
 // handle whose slot was freed or reused is recognised as destroyed, and
 // any other value as not a communicator, so a bad handle is an error, not a crash.
-const maxComms = 1 << 13
+//
+// MaxComms is how many communicators may live at once.
+const MaxComms = 1 << 13
 
 var registry struct {
-	slots [maxComms]atomic.Pointer[Comm]
-	gens  [maxComms]uint32 // generation of the slot's last handle; guarded by mu
+	slots [MaxComms]atomic.Pointer[Comm]
+	gens  [MaxComms]uint32 // generation of the slot's last handle; guarded by mu
 	mu    sync.Mutex
 	next  int // slots [0, next) have been used at least once; guarded by mu
 	free  []int
@@ -30,11 +32,11 @@ func register(c *Comm) error {
 	case len(registry.free) > 0:
 		slot = registry.free[len(registry.free)-1]
 		registry.free = registry.free[:len(registry.free)-1]
-	case registry.next < maxComms:
+	case registry.next < MaxComms:
 		slot = registry.next
 		registry.next++
 	default:
-		return errs.New(errs.ErrSystem, "too many live communicators (%d): destroy some", maxComms)
+		return errs.New(errs.ErrSystem, "too many live communicators (%d): destroy some", MaxComms)
 	}
 	registry.gens[slot]++
 	c.handle = uintptr(registry.gens[slot])<<32 | uintptr(slot+1)
@@ -51,11 +53,15 @@ func unregister(c *Comm) {
 	}
 }
 
+// Slot is c's place in the registry, in [0, MaxComms): no other live
+// communicator has it.
+func (c *Comm) Slot() int { return int(c.handle&0xffffffff) - 1 }
+
 // Lookup returns the live communicator of handle h, or ErrInvalidUsage
 // saying whether h was destroyed or never was a communicator.
 func Lookup(h uintptr) (*Comm, error) {
 	slot := int(h&0xffffffff) - 1
-	if slot >= 0 && slot < maxComms {
+	if slot >= 0 && slot < MaxComms {
 		if c := registry.slots[slot].Load(); c != nil && c.handle == h {
 			return c, nil
 		}
