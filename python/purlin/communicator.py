@@ -49,17 +49,22 @@ def _int(value: Any, name: str) -> int:
 def _prefer_atom(name: str) -> None:
     """Asks for the Atom a communicator needs ("host" or "cuda"), unless PURLIN_ATOM says otherwise.
 
-    The library picks its Atom per process from PURLIN_ATOM (read with C
-    getenv at its first communicator), and "auto" means CUDA wherever a GPU is
-    usable and host otherwise: a NumPy communicator on a GPU machine would
-    treat host pointers as device memory, and a GPU communicator in a build
-    or on a machine without a usable CUDA Atom would read device pointers on
-    the host. Naming the Atom makes the second case a clear init error.
-    Setting it works for the process's first communicator; a process cannot
-    mix host and GPU communicators (a limit of the C API).
+    The library picks its Atom from PURLIN_ATOM (read with C getenv when it
+    first needs a setting, a UniqueId's generation included), and "auto" means
+    CUDA wherever a GPU is usable, on the current device or device 0, as
+    NCCL: a NumPy communicator on a GPU machine would get the CUDA Atom, which
+    refuses host memory, and a GPU communicator in a build or on a machine
+    without a usable CUDA Atom would read device pointers on the host. Naming
+    the Atom makes the second case a clear init error. The library rereads
+    its settings (ncclResetDebugInit) once this sets it. Setting it works for
+    the process's first communicator; a process cannot mix host and GPU
+    communicators (a limit of the C API).
     """
     if os.environ.get("PURLIN_ATOM", "auto").lower() in ("", "auto"):
         os.environ["PURLIN_ATOM"] = name
+        reread = _library.load().ncclResetDebugInit  # NCCL's name: purlin.h has none
+        reread.restype, reread.argtypes = None, []
+        reread()
 
 
 class Communicator(Collectives, VCollectives, LayoutCollectives, EpilogueCollectives):
