@@ -66,6 +66,8 @@ __attribute__((visibility("hidden"))) purlinResult_t purlinCall(purlinCallKey *k
  * other entry point calls it before it enters Go. */
 __attribute__((visibility("hidden"))) purlinResult_t purlinCallGroupStart(void);
 __attribute__((visibility("hidden"))) purlinResult_t purlinCallGroupEnd(void);
+/* purlinCallGroupDepth is how deep the calling thread's groups are open (0: none). */
+__attribute__((visibility("hidden"))) int purlinCallGroupDepth(void);
 __attribute__((visibility("hidden"))) purlinResult_t purlinCallFlush(void);
 
 /* purlinCallRecord opens a record of the n calls keys[0..n) for writing and

@@ -31,22 +31,22 @@ func goGetUniqueId(out *C.char) (res C.purlinResult_t) {
 func goCommInitRank(out *C.uintptr_t, nranks C.int, idBytes *C.char, rank C.int, cfg *C.purlinConfig_t) (res C.purlinResult_t) {
 	defer recovered(&res)
 	if out == nil {
-		return result(nil, nullArg("CommInitRank: comm"))
+		return callResult(nil, nullArg("CommInitRank: comm"))
 	}
 	conf, err := readConfig(cfg)
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	var id comm.UniqueID
 	copy(id[:], unsafe.Slice((*byte)(unsafe.Pointer(idBytes)), comm.UniqueIDBytes))
-	// The rank is only the fallback device: comm.InitRank takes the calling
-	// thread's current CUDA device when it has one.
+	// The rank is only the fallback device, for the host Atom: comm.InitRank
+	// takes the calling thread's current CUDA device, or device 0, as NCCL.
 	c, err := comm.InitRank(int(nranks), id, int(rank), conf, int(rank))
 	*out = 0
 	if c != nil {
 		*out = C.uintptr_t(c.Handle())
 	}
-	return result(c, err)
+	return callResult(c, err)
 }
 
 //export goCommInitAll
@@ -113,21 +113,21 @@ func goCommSplit(h C.uintptr_t, color, key C.int, out *C.uintptr_t, cfg *C.purli
 	defer recovered(&res)
 	c, err := lookup(h)
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	if out == nil {
-		return result(c, nullArg("CommSplit: newcomm"))
+		return callResult(c, nullArg("CommSplit: newcomm"))
 	}
 	conf, err := optionalConfig(cfg)
 	if err != nil {
-		return result(c, err)
+		return callResult(c, err)
 	}
 	child, err := c.Split(int(color), int(key), conf)
 	*out = 0
 	if child != nil {
 		*out = C.uintptr_t(child.Handle())
 	}
-	return result(c, err)
+	return callResult(c, err)
 }
 
 //export goCommShrink
@@ -135,13 +135,13 @@ func goCommShrink(h C.uintptr_t, exclude *C.int, n C.int, out *C.uintptr_t, cfg 
 	defer recovered(&res)
 	c, err := lookup(h)
 	if err != nil {
-		return result(nil, err)
+		return callResult(nil, err)
 	}
 	if out == nil {
-		return result(c, nullArg("CommShrink: newcomm"))
+		return callResult(c, nullArg("CommShrink: newcomm"))
 	}
 	if n < 0 || (n > 0 && exclude == nil) {
-		return result(c, errs.New(errs.ErrInvalidArgument, "CommShrink: %d excluded ranks at %p", int(n), exclude))
+		return callResult(c, errs.New(errs.ErrInvalidArgument, "CommShrink: %d excluded ranks at %p", int(n), exclude))
 	}
 	var list []int
 	if n > 0 {
@@ -151,14 +151,14 @@ func goCommShrink(h C.uintptr_t, exclude *C.int, n C.int, out *C.uintptr_t, cfg 
 	}
 	conf, err := optionalConfig(cfg)
 	if err != nil {
-		return result(c, err)
+		return callResult(c, err)
 	}
 	child, err := c.Shrink(list, conf, int(flags))
 	*out = 0
 	if child != nil {
 		*out = C.uintptr_t(child.Handle())
 	}
-	return result(c, err)
+	return callResult(c, err)
 }
 
 //export goCommCount

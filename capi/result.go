@@ -7,6 +7,7 @@ package main
 import "C"
 
 import (
+	"errors"
 	"runtime/debug"
 
 	"purlin/comm"
@@ -61,10 +62,12 @@ func recovered(res *C.purlinResult_t) {
 // lookup returns the communicator of handle h.
 func lookup(h C.uintptr_t) (*comm.Comm, error) { return comm.Lookup(uintptr(h)) }
 
-// callResult is result for a collective's call: one that fails inside a
-// group fails the group too (comm.FailGroup), whatever refused it.
+// callResult is result for a call NCCL lets a group hold (a collective, a
+// communicator's init, split or shrink): one that fails inside a group
+// fails the group too (comm.FailGroup), whatever refused it; a
+// non-blocking init in progress is no failure.
 func callResult(c *comm.Comm, err error) C.purlinResult_t {
-	if err != nil {
+	if err != nil && !errors.Is(err, errs.ErrInProgress) {
 		comm.FailGroup(err)
 	}
 	return result(c, err)
@@ -92,6 +95,15 @@ func goGroupFail(what *C.char) (res C.purlinResult_t) {
 	err := errs.New(errs.ErrUnsupported, "%s", C.GoString(what))
 	comm.FailGroup(err)
 	return result(nil, err)
+}
+
+// goGroupCancel cancels the calling thread's open group, if any
+// (comm.CancelGroup): its outermost end launches none of its calls.
+//
+//export goGroupCancel
+func goGroupCancel() {
+	defer func() { recover() }()
+	comm.CancelGroup()
 }
 
 func nullArg(what string) error { return errs.New(errs.ErrInvalidArgument, "%s is NULL", what) }

@@ -122,6 +122,15 @@ func FailGroup(err error) {
 	}
 }
 
+// CancelGroup cancels the calling thread's open group, if any: its
+// outermost end launches none of its calls and, unless a call failed the
+// group (FailGroup), returns nil. A thread whose code stopped midway
+// through a group (an exception) cancels it, so that it does not launch a
+// part of what its peers launch whole.
+func CancelGroup() { FailGroup(errGroupCancelled) }
+
+var errGroupCancelled = errs.New(errs.ErrInvalidUsage, "the group was cancelled: none of its calls was launched")
+
 func (g *group) fail(err error) {
 	if g.failed == nil {
 		g.failed = err
@@ -148,6 +157,9 @@ func GroupEnd() error {
 	groups.mu.Unlock()
 	err := g.run()
 	g.release()
+	if err == errGroupCancelled {
+		return nil
+	}
 	return err
 }
 

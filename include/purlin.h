@@ -269,6 +269,13 @@ purlinResult_t purlinAllReduceEpilogue(const void* sendbuff, void* recvbuff, siz
 /* ---------- groups ---------- */
 purlinResult_t purlinGroupStart(void);
 purlinResult_t purlinGroupEnd(void);
+/* purlinGroupCancel ends the calling thread's innermost group, as
+ * purlinGroupEnd, and cancels the group: its outermost end launches none of
+ * its calls (on any communicator) and returns purlinSuccess, or the error of
+ * a call the group refused. A thread that stops midway through a group (an
+ * exception) cancels it rather than launch part of what its peers launch
+ * whole. Its deferred inits and window registrations still run. */
+purlinResult_t purlinGroupCancel(void);
 
 /* ---------- memory ---------- */
 purlinResult_t purlinMemAlloc(void** ptr, size_t size);

@@ -318,6 +318,8 @@ purlinResult_t purlinCallFlush(void) {
   return toGo(g);
 }
 
+int purlinCallGroupDepth(void) { return group != NULL ? group->depth : 0; }
+
 purlinResult_t purlinCallGroupStart(void) {
   groupState *g = groupOf();
   if (g == NULL) return purlinSystemError; /* no memory for the group: none is open */

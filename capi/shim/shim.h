@@ -21,7 +21,7 @@
   X(goHostStreamCreate) X(goHostStreamSynchronize) X(goHostStreamDestroy) X(goResetDebugInit)      \
   X(goGetLastError) X(goMemAlloc) X(goMemFree) X(goCommRegister) X(goCommDeregister)               \
   X(goNullArgument) X(goUnsupported) X(goCommWindowRegister) X(goCommWindowDeregister)             \
-  X(goWinGetUserPtr) X(goGroupFail)
+  X(goWinGetUserPtr) X(goGroupFail) X(goGroupCancel)
 
 typedef struct {
 #define PURLIN_CORE_FIELD(f) __typeof__(f) *f;
@@ -91,6 +91,7 @@ static inline int purlinCoreReady(void) { return purlinCoreIsLoaded() || purlinC
 #define goCommWindowDeregister purlinCore.goCommWindowDeregister
 #define goWinGetUserPtr purlinCore.goWinGetUserPtr
 #define goGroupFail purlinCore.goGroupFail
+#define goGroupCancel purlinCore.goGroupCancel
 #endif
 
 #endif

@@ -99,6 +99,7 @@ _PROTOTYPES = {
         c_int, [c_void_p, c_void_p, c_size_t, c_int, c_int, POINTER(EpilogueStruct), _Comm, _Stream]),
     "purlinGroupStart": (c_int, []),
     "purlinGroupEnd": (c_int, []),
+    "purlinGroupCancel": (c_int, []),
 }
 
 _lock = threading.Lock()

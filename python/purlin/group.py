@@ -36,12 +36,20 @@ def after_group(action: Callable[[], None]) -> None:
 
 @contextlib.contextmanager
 def group() -> Iterator[None]:
-    """Launches the collectives issued inside the block together (purlinGroupStart/End)."""
+    """Launches the collectives issued inside the block together (purlinGroupStart/End).
+
+    A block left by an exception (a call Purlin refused, or the caller's own)
+    cancels the group (purlinGroupCancel): as in NCCL, where a refused call
+    fails its group, none of the group's calls is launched, rather than the
+    part issued before the exception while the peers launch theirs whole.
+    """
     lib = _library.load()
     _library.check(lib.purlinGroupStart(), "purlinGroupStart")
     _state.depth += 1
+    completed = False
     try:
         yield
+        completed = True
     finally:
         _state.depth -= 1
         outermost = _state.depth == 0
@@ -49,7 +57,10 @@ def group() -> Iterator[None]:
         if outermost:
             _state.after_end = []
         try:
-            _library.check(lib.purlinGroupEnd(), "purlinGroupEnd")
+            if completed:
+                _library.check(lib.purlinGroupEnd(), "purlinGroupEnd")
+            else:
+                lib.purlinGroupCancel()  # the exception in flight says what went wrong
         finally:
             _run_all(actions)
 

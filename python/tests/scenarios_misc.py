@@ -219,13 +219,17 @@ def abort_unblocks_a_waiting_call(comm):
 
 
 def group_balanced_after_exception(comm):
-    """An exception inside purlin.group() still ends the group; later calls run normally."""
+    """An exception inside purlin.group() still ends the group, cancelled: the calls issued
+    before it are not launched; later calls run normally."""
+    x = np.ones(6, dtype=np.int32)
     try:
         with purlin.group():
-            raise KeyError("inside the group")
+            comm.all_reduce(x)
+            with purlin.group():  # nested: the exception cancels the outer group too
+                raise KeyError("inside the group")
     except KeyError:
         pass
-    x = np.ones(6, dtype=np.int32)
+    assert (x == 1).all(), f"the cancelled group launched its all_reduce: {x}"
     comm.all_reduce(x)
     assert (x == comm.world_size).all(), x
     from purlin.group import in_group

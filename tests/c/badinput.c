@@ -249,6 +249,28 @@ static void test_group_simulate_end(void) {
   EXPECT(ncclAllReduce(send, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL) == ncclSuccess, "a call after it");
   EXPECT(purlinCommSynchronize(PC(q.comms[0])) == purlinSuccess && recv[0] == 2, "a call after it is in no group (%g)", recv[0]);
   expect_rejected(ncclGroupSimulateEnd(&info), ncclInvalidUsage, NULL, "ncclGroupSimulateEnd without a group", "GroupStart");
+
+  /* Nested, it only ends its level, as in NCCL: the outer end launches the group. */
+  recv[0] = -7;
+  ncclGroupStart();
+  ncclGroupStart();
+  EXPECT(ncclAllReduce(send, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL) == ncclSuccess, "the nested call");
+  EXPECT(ncclGroupSimulateEnd(&info) == ncclSuccess, "a nested ncclGroupSimulateEnd failed");
+  EXPECT(ncclGroupEnd() == ncclSuccess, "the outer end failed: %s", ncclGetLastError(NULL));
+  EXPECT(purlinCommSynchronize(PC(q.comms[0])) == purlinSuccess && recv[0] == 2, "the outer end did not launch (%g)", recv[0]);
+
+  /* purlinGroupCancel, at any depth, makes the outermost end launch nothing, and succeed. */
+  for (int depth = 1; depth <= 2; depth++) {
+    recv[0] = -7;
+    for (int d = 0; d < depth; d++) ncclGroupStart();
+    EXPECT(ncclAllReduce(send, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL) == ncclSuccess, "the call");
+    EXPECT(purlinGroupCancel() == purlinSuccess, "depth %d: purlinGroupCancel failed", depth);
+    if (depth == 2) EXPECT(ncclGroupEnd() == ncclSuccess, "the end after a cancel failed: %s", ncclGetLastError(NULL));
+    EXPECT(purlinCommSynchronize(PC(q.comms[0])) == purlinSuccess && recv[0] == -7, "depth %d: the cancelled group launched (%g)", depth,
+           recv[0]);
+  }
+  EXPECT(ncclAllReduce(send, recv, 16, ncclFloat32, ncclSum, q.comms[0], NULL) == ncclSuccess, "a call after them");
+  EXPECT(purlinCommSynchronize(PC(q.comms[0])) == purlinSuccess && recv[0] == 2, "a call after them is in no group (%g)", recv[0]);
   clique_destroy(&q);
 }
 
