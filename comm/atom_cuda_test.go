@@ -57,12 +57,12 @@ func TestSelectAtom(t *testing.T) {
 		wantErr error
 	}{
 		{"auto with a current device", "auto", usable, true, "cuda", nil},
-		{"auto without a current device", "auto", usable, false, "host", nil},
+		{"auto without a device for the communicator", "auto", usable, false, "host", nil},
 		{"auto, CUDA unusable", "auto", broken, true, "host", nil},
 		{"auto, build without CUDA", "auto", nil, true, "host", nil},
 		{"unset is auto", "", usable, true, "cuda", nil},
 		{"host forced", "host", usable, true, "host", nil},
-		{"cuda forced without a current device", "cuda", usable, false, "cuda", nil},
+		{"cuda forced without a device for the communicator", "cuda", usable, false, "cuda", nil},
 		{"cuda forced, unusable", "cuda", broken, true, "", errs.ErrUnsupported},
 		{"cuda forced, build without CUDA", "cuda", nil, true, "", errs.ErrUnsupported},
 		{"unknown choice", "gpu", usable, true, "", errs.ErrInvalidArgument},

@@ -33,9 +33,8 @@ var cudaAtom interface {
 // deviceMemoryCheck is what a communicator of factory checks its calls'
 // buffers with (Comm.hostReachable): on the host Atom in a process with a
 // usable GPU, the CUDA Atom's deviceMemory, since the host Atom's threads
-// would fault on device memory, which a program that made its
-// communicator before any CUDA call (auto chose host) may well pass; nil
-// otherwise.
+// would fault on device memory, which a program that chose the host Atom
+// (PURLIN_ATOM=host) may still pass; nil otherwise.
 func deviceMemoryCheck(factory atomFactory) func(uintptr) bool {
 	f := cudaAtom
 	if _, host := factory.(hostAtom); host && f != nil && f.available() == nil {

@@ -66,8 +66,8 @@ func (c *Comm) hostReachable(call *spec.Call) error {
 		p    uintptr
 	}{{"sendbuff", call.Send}, {"recvbuff", call.Recv}, {"residual", e.Residual}, {"weight", e.Weight}, {"quant", e.Quant}, {"scales", e.Scales}} {
 		if b.p != 0 && c.deviceMemory(b.p) {
-			return errs.New(errs.ErrInvalidArgument, "%s rank %d: %s %#x is device memory, and this communicator runs on the host Atom: "+
-				"no CUDA device was current on the thread that created it (call cudaSetDevice first, or set PURLIN_ATOM=cuda)",
+			return errs.New(errs.ErrInvalidArgument, "%s rank %d: %s %#x is device memory, and this communicator runs on the host Atom "+
+				"(PURLIN_ATOM=host), which reads buffers on the CPU: use host memory, or the CUDA Atom (PURLIN_ATOM=auto or cuda)",
 				call.Coll, c.rank, b.name, b.p)
 		}
 	}

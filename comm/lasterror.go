@@ -7,10 +7,16 @@ import (
 )
 
 // The last error, in words, per communicator and per OS thread, for
-// GetLastError. Only failures write it, so the success path never pays.
+// GetLastError. Only failures write it, so the success path never pays. A
+// thread's text lies in a slot of a fixed table (its id modulo its size)
+// with the id that wrote it, so threads that come and go cost nothing, and
+// a thread never reads a text another thread left (it reads "" then).
 var threadErrors struct {
 	sync.Mutex
-	byTid map[int]string
+	slots [256]struct {
+		tid  int
+		text string
+	}
 }
 
 // NoteError records err as the last error of the calling thread and, when
@@ -22,10 +28,8 @@ func NoteError(c *Comm, err error) {
 	text := err.Error()
 	tid := unix.Gettid()
 	threadErrors.Lock()
-	if threadErrors.byTid == nil {
-		threadErrors.byTid = map[int]string{}
-	}
-	threadErrors.byTid[tid] = text
+	slot := &threadErrors.slots[tid%len(threadErrors.slots)]
+	slot.tid, slot.text = tid, text
 	threadErrors.Unlock()
 	if c != nil {
 		c.lastErr.Store(&text)
@@ -34,9 +38,13 @@ func NoteError(c *Comm, err error) {
 
 // ThreadLastError is the calling thread's last error text, or "".
 func ThreadLastError() string {
+	tid := unix.Gettid()
 	threadErrors.Lock()
 	defer threadErrors.Unlock()
-	return threadErrors.byTid[unix.Gettid()]
+	if slot := &threadErrors.slots[tid%len(threadErrors.slots)]; slot.tid == tid {
+		return slot.text
+	}
+	return ""
 }
 
 // LastError is c's last error text: the last failed call on it, else its
