@@ -43,7 +43,7 @@ func (c *Comm) Collective(call *spec.Call, stream uintptr) error {
 func (c *Comm) Prepare(call *spec.Call) error {
 	call.Rank, call.NRanks = c.rank, c.nranks
 	if call.Coll.Reduces() {
-		if err := c.resolveOp(&call.Op); err != nil {
+		if err := c.resolveOp(&call.Op, call.Type); err != nil {
 			return err
 		}
 	}

@@ -19,8 +19,9 @@ type redOpTable struct {
 }
 
 type redOpEntry struct {
-	op   spec.Op
-	used bool
+	op    spec.Op
+	dtype spec.DataType // the type it was made for: the only type it reduces
+	used  bool
 }
 
 // maxRedOps bounds a communicator's live custom ops.
@@ -78,7 +79,7 @@ func (c *Comm) RedOpCreatePreMulSum(scalar unsafe.Pointer, dtype spec.DataType, 
 		}
 		next = append(next, redOpEntry{})
 	}
-	next[slot] = redOpEntry{op: op, used: true}
+	next[slot] = redOpEntry{op: op, dtype: dtype, used: true}
 	t.ops.Store(&next)
 	return int32(spec.NumOps) + int32(slot), nil
 }
@@ -106,14 +107,21 @@ func (c *Comm) RedOpDestroy(op int32) error {
 }
 
 // resolveOp turns an op handle (Op.Kind as the caller passed it) into the
-// op the Atoms apply.
-func (c *Comm) resolveOp(op *spec.Op) error {
+// op the Atoms apply to a call of type dtype. A custom op reduces only the
+// type it was made for, as in NCCL (its scalar is of that type; a device
+// scalar read as another would be garbage).
+func (c *Comm) resolveOp(op *spec.Op, dtype spec.DataType) error {
 	if op.Kind >= 0 && op.Kind < spec.NumOps {
 		return nil
 	}
 	slot := int(op.Kind) - int(spec.NumOps)
 	if p := c.redops.ops.Load(); p != nil && slot >= 0 && slot < len(*p) && (*p)[slot].used {
-		*op = (*p)[slot].op
+		e := &(*p)[slot]
+		if e.dtype != dtype {
+			return errs.New(errs.ErrInvalidArgument, "reduction op %d was made for %s, not %s: a custom op reduces only the type it was made for",
+				int32(op.Kind), e.dtype, dtype)
+		}
+		*op = e.op
 		return nil
 	}
 	return errs.New(errs.ErrInvalidArgument, "invalid reduction op %d: not built in and not a live op of communicator %#x", int32(op.Kind), c.handle)

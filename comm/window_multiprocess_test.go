@@ -3,7 +3,6 @@ package comm
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"testing"
 	"unsafe"
 
@@ -149,8 +148,15 @@ func directAcrossProcesses(c *Comm) error {
 	}
 	out := unsafe.Slice((*float32)(p), size/4)
 	value := func(from, to, i int) float32 { return float32((from*31 + to*7 + i) % 1021) }
-	send := make([]float32, count)
-	defer runtime.KeepAlive(send) // the calls name it by address only: the collector must not free it under them
+	// The input in memory Go never moves: the calls name it by address
+	// only, and a Go slice of this size may live on the goroutine's stack,
+	// which moves when it grows (the Atom's workers then read freed stack).
+	sp, err := MemAlloc(4 * count)
+	if err != nil {
+		return err
+	}
+	defer MemFree(sp)
+	send := unsafe.Slice((*float32)(sp), count)
 	for i := range send {
 		send[i] = value(r, 0, i)
 	}
@@ -159,7 +165,7 @@ func directAcrossProcesses(c *Comm) error {
 		check func(i int) float32
 		n     int
 	}{
-		{spec.Call{Coll: spec.AllGather, Send: addrOf(unsafe.Slice((*byte)(unsafe.Pointer(&send[0])), 4*count)), Recv: uintptr(p)},
+		{spec.Call{Coll: spec.AllGather, Send: uintptr(sp), Recv: uintptr(p)},
 			func(i int) float32 { return value(i/count, 0, i%count) }, n * count},
 		{spec.Call{Coll: spec.AllReduce, Send: uintptr(p), Recv: uintptr(p), Op: spec.Op{Kind: spec.Sum}}, func(i int) float32 {
 			var sum float32
