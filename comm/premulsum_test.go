@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"purlin/errs"
 	"purlin/numeric"
 	"purlin/snac"
 	"purlin/spec"
@@ -194,5 +195,27 @@ func runPreMul(t *testing.T, comms []*Comm, ops []int32, runs []premulRun, rng *
 		for r, c := range run.calls {
 			require.NoError(t, spectest.Compare(c.Type, got[i][r], want[i][r]), "rank %d of %s inPlace=%v", r, c, run.inPlace)
 		}
+	}
+}
+
+// A PreMulSum op reduces only the type it was made for, as in NCCL: a call
+// of another type is refused (its scalar, read as that type, would be
+// garbage) and the communicator stays usable.
+func TestPreMulSumOnlyItsType(t *testing.T) {
+	c := startComms(t, 1, testConfig())[0]
+	buf := newBuffer(t, 1024)
+	for _, residence := range []int{ScalarHostImmediate, ScalarDevice} {
+		op := premulOps(t, []*Comm{c}, spec.Float32, residence)[0]
+		call := func(typ spec.DataType) *spec.Call {
+			return &spec.Call{Coll: spec.AllReduce, Send: buf.addr(), Recv: buf.addr() + 512, Count: 16, Type: typ, Op: spec.Op{Kind: spec.OpKind(op)}}
+		}
+		for _, other := range []spec.DataType{spec.Float64, spec.Bfloat16, spec.Int32} {
+			err := c.Collective(call(other), 0)
+			require.ErrorIs(t, err, errs.ErrInvalidArgument, "%s", other)
+			require.ErrorContains(t, err, "made for float32")
+		}
+		require.NoError(t, c.Collective(call(spec.Float32), 0))
+		require.NoError(t, c.Synchronize())
+		require.NoError(t, c.RedOpDestroy(op))
 	}
 }
