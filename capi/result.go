@@ -85,18 +85,6 @@ func goUnsupported(name *C.char) (res C.purlinResult_t) {
 	return result(nil, errs.New(errs.ErrUnsupported, "%s is not supported by Purlin yet", C.GoString(name)))
 }
 
-// goGroupFail fails the calling thread's open group, if any, with what, a
-// call Purlin does not support (comm.FailGroup): the group's end launches
-// none of its calls and returns this error.
-//
-//export goGroupFail
-func goGroupFail(what *C.char) (res C.purlinResult_t) {
-	defer recovered(&res)
-	err := errs.New(errs.ErrUnsupported, "%s", C.GoString(what))
-	comm.FailGroup(err)
-	return result(nil, err)
-}
-
 // goGroupCancel cancels the calling thread's open group, if any
 // (comm.CancelGroup): its outermost end launches none of its calls.
 //

@@ -109,11 +109,7 @@ func (w *window) register() error {
 		return w.finish(nil, err)
 	}
 	if w.empty() { // every rank registers nothing: no window, as in NCCL
-		w.mu.Lock()
-		w.err = errs.New(errs.ErrInvalidArgument, "CommWindowRegister: a NULL buffer or size 0 registers no window")
-		w.mu.Unlock()
-		close(w.ready)
-		dropWindow(w)
+		w.finish(nil, errs.New(errs.ErrInvalidArgument, "CommWindowRegister: a NULL buffer or size 0 registers no window"))
 		return nil
 	}
 	view, err := mapWindow(c, w.buff, w.size)

@@ -199,13 +199,13 @@ purlinResult_t purlinAllReduceEpilogue(const void* sendbuff, void* recvbuff, siz
 purlinResult_t purlinGroupStart(void) { GUARD(); return purlinCallGroupStart(); }
 NCCL_ALIASES(GroupStart)
 purlinResult_t purlinGroupEnd(void) { GUARD(); return purlinCallGroupEnd(); }
+NCCL_ALIASES(GroupEnd)
 /* The group moves into Go (FLUSH), which cancels it; then it ends as any group. */
 purlinResult_t purlinGroupCancel(void) {
   FLUSH();
   goGroupCancel();
   return purlinCallGroupEnd();
 }
-NCCL_ALIASES(GroupEnd)
 
 /* ---------- memory ---------- */
 purlinResult_t purlinMemAlloc(void** ptr, size_t size) { FLUSH(); return goMemAlloc(ptr, size); }

@@ -47,14 +47,16 @@ static void capi_ResetDebugInitInternal(void) { capi_ResetDebugInit(); }
 NCCL_ONLY(ResetDebugInitInternal)
 
 /* ncclGroupSimulateEnd ends the group, as ncclGroupEnd, but launches none
- * of its calls; Purlin has no estimate of their time, so it returns
- * ncclInvalidUsage saying so, and simInfo is left as it was. */
+ * of its calls (the outermost level cancels it); Purlin has no estimate of
+ * their time, so it returns ncclInvalidUsage saying so, and simInfo is left
+ * as it was. An inner level only ends, as in NCCL. */
 static purlinResult_t capi_GroupSimulateEnd(void* simInfo) {
   (void)simInfo;
   GUARD();
-  if (purlinCallGroupDepth() != 1) return purlinCallGroupEnd(); /* an inner level only ends, as in NCCL */
-  goGroupFail((char*)"ncclGroupSimulateEnd: Purlin does not estimate a group's time; the group ended without launching its calls");
-  return purlinCallGroupEnd();
+  if (purlinCallGroupDepth() != 1) return purlinCallGroupEnd();
+  goGroupCancel();
+  purlinResult_t r = purlinCallGroupEnd();
+  return r != purlinSuccess ? r : goUnsupported((char*)"ncclGroupSimulateEnd's estimate of a group's time");
 }
 NCCL_ONLY(GroupSimulateEnd)
 

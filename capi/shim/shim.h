@@ -21,7 +21,7 @@
   X(goHostStreamCreate) X(goHostStreamSynchronize) X(goHostStreamDestroy) X(goResetDebugInit)      \
   X(goGetLastError) X(goMemAlloc) X(goMemFree) X(goCommRegister) X(goCommDeregister)               \
   X(goNullArgument) X(goUnsupported) X(goCommWindowRegister) X(goCommWindowDeregister)             \
-  X(goWinGetUserPtr) X(goGroupFail) X(goGroupCancel)
+  X(goWinGetUserPtr) X(goGroupCancel)
 
 typedef struct {
 #define PURLIN_CORE_FIELD(f) __typeof__(f) *f;
@@ -90,7 +90,6 @@ static inline int purlinCoreReady(void) { return purlinCoreIsLoaded() || purlinC
 #define goCommWindowRegister purlinCore.goCommWindowRegister
 #define goCommWindowDeregister purlinCore.goCommWindowDeregister
 #define goWinGetUserPtr purlinCore.goWinGetUserPtr
-#define goGroupFail purlinCore.goGroupFail
 #define goGroupCancel purlinCore.goGroupCancel
 #endif
 
